@@ -1,0 +1,259 @@
+// `cuprobe dump`: prints run directories and trace files as JSON Lines (docs/trace-format.md,
+// "JSON Lines"): per process one "process" line, its "call" lines in time order, then its
+// "count" and "crash" lines. Anything unreadable is reported on stderr naming the file and
+// where reading stopped; the exit status is 2 only when nothing at all could be read.
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "cli.h"
+#include "json_line.h"
+#include "trace/reader.h"
+
+namespace cuprobe::cli {
+
+namespace {
+
+constexpr const char* kHelp = R"(Usage: cuprobe dump [options] PATH...
+
+Prints traces as JSON Lines. PATH is a run directory (every *.cuprobe file in it) or one trace
+file. Per process: a "process" line (who, where, devices, library versions, how it ended,
+what the shim counted as lost), its "call" lines in time order, then "count" lines (calls of
+counted APIs such as kernel launches, per thread and device) and "crash" lines.
+
+Every call line has api, ret, ts_ns, dur_ns, pid, tid and device, stream when the call has
+one, and the API's own argument fields (pointers as "0x..." strings). Frees carry the size of
+the allocation they release when the trace holds it.
+
+Options:
+  --api NAME[,NAME...]  only calls of these APIs
+  --pid PID             only this process
+  --no-events           process, count and crash lines only
+  -h, --help            this text
+)";
+
+struct Filter {
+  std::set<std::string> apis;
+  long pid = -1;
+  bool events = true;
+};
+
+const char* state_name(trace::FileState s) {
+  switch (s) {
+    case trace::FileState::kExited: return "exited";
+    case trace::FileState::kSignaled: return "signaled";
+    case trace::FileState::kRecording: return "incomplete";
+    case trace::FileState::kExeced: return "exec";
+  }
+  return "unknown";
+}
+
+std::string string_array(const std::vector<std::string>& items) {
+  std::string arr = "[";
+  for (const auto& item : items) {
+    if (arr.size() > 1) arr += ',';
+    arr += JsonLine::quote(item);
+  }
+  return arr + "]";
+}
+
+void print_process(const reader::TraceFile& t, JsonLine& j) {
+  const reader::Process& p = t.process();
+  j.begin();
+  j.str("type", "process");
+  j.str("file", t.path());
+  j.num("pid", t.pid());
+  j.num("ppid", p.ppid);
+  j.str("host", p.hostname);
+  j.inum("rank", p.rank);
+  j.inum("local_rank", p.local_rank);
+  j.inum("world_size", p.world_size);
+  j.raw("cmdline", string_array(p.cmdline));
+  j.str("exe", p.exe);
+  j.str("cwd", p.cwd);
+  j.num("start_ns", t.start_ns());
+  j.num("start_wall_ns", t.start_wall_ns());
+  if (t.end_ns() != 0) j.num("end_ns", t.end_ns());
+  j.num("last_event_ns", t.last_event_ns());
+  j.str("state", state_name(t.state()));
+  if (t.state() == trace::FileState::kSignaled) j.inum("signal", t.end_signal());
+  j.num("events", t.call_records());
+  j.num("threads", t.thread_count());
+  for (const auto& [key, value] : t.properties()) {
+    if (const char* name = reader::property_name(key)) j.inum(name, value);
+  }
+  std::string devices = "[";
+  for (const auto& [index, d] : t.devices()) {
+    JsonLine dj;
+    dj.begin();
+    dj.inum("index", d.index);
+    dj.str("name", d.name);
+    dj.num("total_mem", d.total_mem);
+    dj.str("uuid", d.uuid);
+    dj.str("pci_bus_id", d.pci_bus_id);
+    dj.str("cc", fmt::format("{}.{}", d.cc_major, d.cc_minor));
+    dj.inum("multiprocessors", d.multiprocessors);
+    if (devices.size() > 1) devices += ',';
+    devices += dj.finish();
+  }
+  devices += ']';
+  j.raw("devices", devices);
+  std::string stats = "{";
+  for (uint32_t s = 0; s < trace::kStatCount; ++s) {
+    if (trace::kStatNames[s] == nullptr) continue;
+    if (stats.size() > 1) stats += ',';
+    stats += fmt::format("\"{}\":{}", trace::kStatNames[s], t.stat(trace::Stat(s)));
+  }
+  stats += '}';
+  j.raw("stats", stats);
+  if (!t.diagnostics().empty()) j.raw("diagnostics", string_array(t.diagnostics()));
+  j.end(stdout);
+}
+
+void print_events(const reader::TraceFile& t, const Filter& filter, JsonLine& j) {
+  // Device allocations still live, so that frees can say how much they release.
+  std::unordered_map<uint64_t, uint64_t> live;
+  t.for_each_event([&](const reader::Event& e) {
+    const reader::Api* api = t.api(e.api);
+    const std::string& name = t.api_name(e.api);
+    uint32_t flags = api ? api->flags : 0;
+    int ptr_field = api ? api->field_index("ptr") : -1;
+    int size_field = api ? api->field_index("size") : -1;
+    uint64_t ptr = ptr_field >= 0 && ptr_field < e.nargs ? e.args[ptr_field] : 0;
+    uint64_t freed_size = 0;
+    bool freed_known = false;
+    if ((flags & (trace::kApiDeviceAlloc | trace::kApiHostAlloc)) && e.ret == 0 && size_field >= 0 && size_field < e.nargs && ptr) {
+      live[ptr] = e.args[size_field];
+    } else if ((flags & (trace::kApiDeviceFree | trace::kApiHostFree)) && ptr) {
+      auto it = live.find(ptr);
+      if (it != live.end()) {
+        freed_size = it->second;
+        freed_known = true;
+        if (e.ret == 0) live.erase(it);
+      }
+    }
+    if (!filter.apis.empty() && !filter.apis.count(name)) return;
+    j.begin();
+    j.str("type", "call");
+    j.str("api", name);
+    j.inum("ret", e.ret);
+    j.num("ts_ns", e.ts_ns);
+    j.num("dur_ns", e.dur_ns);
+    j.num("pid", e.pid);
+    j.num("tid", e.tid);
+    j.inum("device", e.device);
+    if (e.has_stream) j.hex("stream", e.stream);
+    for (int i = 0; i < e.nargs; ++i) {
+      const reader::Field& f = api->fields[size_t(i)];
+      uint64_t v = e.args[i];
+      switch (f.type) {
+        case 'p':
+        case 'x': j.hex(f.name, v); break;
+        case 'i': j.inum(f.name, int64_t(v)); break;
+        case 'f': {
+          double d;
+          std::memcpy(&d, &v, sizeof d);
+          j.dbl(f.name, d);
+          break;
+        }
+        case 's': j.str(f.name, t.string(uint32_t(v))); break;
+        default: j.num(f.name, v);
+      }
+    }
+    if (freed_known && size_field < 0) j.num("size", freed_size);
+    j.end(stdout);
+  });
+}
+
+void print_tail(const reader::TraceFile& t, JsonLine& j) {
+  for (const auto& c : t.counts()) {
+    j.begin();
+    j.str("type", "count");
+    j.str("api", t.api_name(c.api));
+    j.num("pid", t.pid());
+    j.num("tid", c.tid);
+    j.inum("device", c.device);
+    j.num("calls", c.calls);
+    j.end(stdout);
+  }
+  for (const auto& c : t.crashes()) {
+    j.begin();
+    j.str("type", "crash");
+    j.num("pid", t.pid());
+    j.num("tid", c.tid);
+    j.inum("signal", c.signal);
+    j.num("ts_ns", c.ts_ns);
+    if (!c.api_in_flight.empty()) {
+      j.str("api_in_flight", c.api_in_flight);
+      j.num("in_flight_since_ns", c.in_flight_start_ns);
+    }
+    j.end(stdout);
+  }
+}
+
+}  // namespace
+
+int cmd_dump(const Args& args) {
+  Filter filter;
+  std::vector<std::string> paths;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw UsageError(fmt::format("{} needs a value", a));
+      return args[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      fmt::print("{}", kHelp);
+      return kExitOk;
+    } else if (a == "--api") {
+      std::string list = value();
+      size_t start = 0;
+      while (start <= list.size()) {
+        size_t end = list.find(',', start);
+        if (end == std::string::npos) end = list.size();
+        if (end > start) filter.apis.insert(list.substr(start, end - start));
+        start = end + 1;
+      }
+    } else if (a == "--pid") {
+      filter.pid = long(parse_count(a, value()));
+    } else if (a == "--no-events") {
+      filter.events = false;
+    } else if (a.size() > 1 && a[0] == '-') {
+      throw UsageError(fmt::format("unknown option '{}'", a));
+    } else {
+      paths.push_back(a);
+    }
+  }
+  if (paths.empty()) throw UsageError("no trace given; usage: cuprobe dump PATH...");
+  int readable = 0;
+  JsonLine j;
+  for (const auto& path : paths) {
+    auto files = reader::find_trace_files(path);
+    if (!files) {
+      fmt::print(stderr, "cuprobe dump: {}\n", files.error().message);
+      continue;
+    }
+    for (const auto& file : *files) {
+      auto t = reader::TraceFile::open(file);
+      if (!t) {
+        fmt::print(stderr, "cuprobe dump: {}\n", t.error().message);
+        continue;
+      }
+      ++readable;
+      const reader::TraceFile& tf = **t;
+      for (const auto& d : tf.diagnostics()) fmt::print(stderr, "cuprobe dump: {}: {}\n", file, d);
+      if (filter.pid >= 0 && long(tf.pid()) != filter.pid) continue;
+      print_process(tf, j);
+      if (filter.events) print_events(tf, filter, j);
+      print_tail(tf, j);
+    }
+  }
+  std::fflush(stdout);
+  return readable > 0 ? kExitOk : kExitUsage;
+}
+
+}  // namespace cuprobe::cli

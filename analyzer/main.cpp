@@ -1,0 +1,91 @@
+// Entry point of the `cuprobe` command: dispatches to one subcommand (cmds/*.cpp) and turns
+// usage errors into exit status 2 with a message naming the bad input.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli.h"
+#include "cuprobe/trace_format.h"
+#include "version.h"
+
+namespace cuprobe::cli {
+
+std::string self_dir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : exe.parent_path().string();
+}
+
+std::string shim_path() {
+  if (const char* env = std::getenv("CUPROBE_SHIM"); env != nullptr && *env != 0) return env;
+  return (std::filesystem::path(self_dir()) / ".." / "lib" / "cuprobe" / "libcuprobe.so").lexically_normal().string();
+}
+
+unsigned long long parse_count(const std::string& option, const std::string& value) {
+  if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
+    throw UsageError(fmt::format("{} expects a non-negative whole number, got '{}'", option, value));
+  }
+  try {
+    return std::stoull(value);
+  } catch (const std::exception&) {
+    throw UsageError(fmt::format("{} value '{}' is out of range", option, value));
+  }
+}
+
+}  // namespace cuprobe::cli
+
+namespace {
+
+constexpr const char* kUsage = R"(cuprobe: trace CUDA runtime and cuDNN calls of unmodified GPU jobs
+
+Usage:
+  cuprobe record [-o DIR] [options] -- COMMAND [ARGS...]
+                            run COMMAND with the tracer preloaded; traces go to DIR
+  cuprobe dump PATH...      print a run directory or trace file as JSON Lines
+  cuprobe --version
+  cuprobe COMMAND --help    options of one command
+
+Without `cuprobe record` (torchrun, Slurm, Kubernetes), preload the shim yourself:
+  LD_PRELOAD=<prefix>/lib/cuprobe/libcuprobe.so CUPROBE_OUT=/abs/run/dir python train.py
+
+Exit status: the traced command's own status for `record`; 0 on success and 2 for usage or
+unreadable input for the other commands.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace cuprobe::cli;
+  Args args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(kUsage, stderr);
+    return kExitUsage;
+  }
+  const std::string cmd = args.front();
+  args.erase(args.begin());
+  try {
+    if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
+    if (cmd == "-V" || cmd == "--version") {
+      fmt::print("cuprobe {} (trace format {})\n", CUPROBE_VERSION, cuprobe::trace::kVersion);
+      return kExitOk;
+    }
+    if (cmd == "record") return cmd_record(args);
+    if (cmd == "dump") return cmd_dump(args);
+    throw UsageError(fmt::format("unknown command '{}'", cmd));
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "cuprobe {}: {}\nRun 'cuprobe {} --help' for usage.\n", cmd, e.what(),
+               cmd.rfind('-', 0) == 0 ? std::string("") : cmd);
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "cuprobe {}: {}\n", cmd, e.what());
+    return kExitUsage;
+  }
+}

@@ -1,0 +1,192 @@
+// Reading one cuprobe trace file (schema/cuprobe/trace_format.h) without trusting it.
+//
+// TraceFile::open maps the file read-only, checks the header, walks every chunk once to
+// collect the process-wide records (API table, process info, devices, strings, properties,
+// crash records) and to validate record sizes. What cannot be read is reported as a
+// diagnostic naming the chunk, thread and offset where reading stopped; reading goes on with
+// the next chunk. Events are then visited in timestamp order across the file's threads with
+// for_each_event, in memory bounded by the number of threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuprobe/trace_format.h"
+#include "trace/result.h"
+
+namespace cuprobe::reader {
+
+struct Field {
+  std::string name;
+  char type = 'u';  // trace_format.h: p u i x f s
+};
+
+struct Api {
+  std::string name;
+  trace::Library library = trace::Library::kCudart;
+  uint32_t flags = 0;
+  std::vector<Field> fields;
+  int count_slot = -1;
+  int field_index(const std::string& field) const;
+};
+
+struct Process {
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  int rank = -1;
+  int local_rank = -1;
+  int world_size = -1;
+  uint32_t uid = 0;
+  std::string hostname;
+  std::vector<std::string> cmdline;
+  std::string exe;
+  std::string cwd;
+};
+
+struct Device {
+  int index = -1;
+  std::string name;
+  uint64_t total_mem = 0;
+  std::string uuid;  // "GPU-xxxxxxxx-xxxx-..." as nvidia-smi prints it
+  std::string pci_bus_id;  // "0000:18:00.0"
+  int cc_major = 0;
+  int cc_minor = 0;
+  int multiprocessors = 0;
+};
+
+struct Crash {
+  int signal = 0;
+  uint32_t tid = 0;
+  uint64_t ts_ns = 0;
+  std::string api_in_flight;  // "" when none
+  uint64_t in_flight_start_ns = 0;
+};
+
+// Calls of a counted API (kernel launches, queries) per thread and device.
+struct Count {
+  uint32_t tid = 0;
+  uint16_t api = 0;
+  int device = -1;  // -1: unknown or beyond the separately counted devices
+  uint64_t calls = 0;
+};
+
+// One decoded call. `args` points into the mapped file and is valid while the TraceFile lives.
+struct Event {
+  uint16_t api = 0;
+  int32_t ret = 0;
+  int16_t device = -1;
+  bool has_stream = false;
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t ts_ns = 0;   // CLOCK_MONOTONIC of the traced machine
+  uint64_t dur_ns = 0;
+  uint64_t stream = 0;
+  const uint64_t* args = nullptr;
+  int nargs = 0;
+};
+
+// Converts raw ticks to CLOCK_MONOTONIC nanoseconds through the file's anchors.
+class Clock {
+ public:
+  void init(trace::ClockKind kind, double ticks_per_ns_hint, std::vector<std::pair<uint64_t, uint64_t>> anchors);
+  uint64_t to_ns(uint64_t ticks) const;
+  uint64_t duration_ns(uint64_t start_ticks, uint64_t dur_ticks) const;
+
+ private:
+  bool identity_ = true;
+  double hint_ = 1.0;
+  double rate_ = 1.0;  // ticks per ns over all anchors
+  std::vector<std::pair<uint64_t, uint64_t>> anchors_;  // (ticks, ns), sorted by ticks
+};
+
+class TraceFile {
+ public:
+  static Result<std::unique_ptr<TraceFile>> open(const std::string& path);
+  ~TraceFile();
+  TraceFile(const TraceFile&) = delete;
+  TraceFile& operator=(const TraceFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  uint32_t pid() const { return pid_; }
+  trace::FileState state() const { return state_; }
+  int end_signal() const { return end_signal_; }
+  uint64_t start_ns() const { return start_mono_ns_; }
+  uint64_t start_wall_ns() const { return start_real_ns_; }
+  uint64_t end_ns() const { return end_mono_ns_; }  // 0 when never finalized
+  uint64_t last_event_ns() const { return last_event_ns_; }
+  uint64_t stat(trace::Stat s) const { return stats_[s]; }
+  uint64_t call_records() const { return call_records_; }
+  size_t thread_count() const { return threads_.size() - threads_.count(trace::kMetaTid); }
+
+  const Process& process() const { return process_; }
+  bool has_process() const { return has_process_; }
+  const std::vector<Api>& apis() const { return apis_; }
+  const Api* api(uint16_t id) const { return id < apis_.size() && !apis_[id].name.empty() ? &apis_[id] : nullptr; }
+  const std::string& api_name(uint16_t id) const;
+  const std::map<int, Device>& devices() const { return devices_; }
+  const std::map<uint32_t, int64_t>& properties() const { return properties_; }
+  const std::string& string(uint32_t id) const;
+  const std::vector<Crash>& crashes() const { return crashes_; }
+  const std::vector<Count>& counts() const { return counts_; }
+  const std::vector<std::string>& diagnostics() const { return diagnostics_; }
+  // Wall-clock time of a monotonic timestamp of this process (aligns processes and hosts).
+  uint64_t wall_ns(uint64_t mono_ns) const { return start_real_ns_ + (mono_ns - start_mono_ns_); }
+
+  // Visits every call in timestamp order (ties: thread id, then file order).
+  void for_each_event(const std::function<void(const Event&)>& fn) const;
+
+ private:
+  TraceFile() = default;
+  bool load(std::string* error);
+  void scan_chunk(uint32_t index, const trace::ChunkHeader* c, std::vector<std::pair<uint64_t, uint64_t>>& anchors);
+  void note(std::string message);
+
+  struct ChunkRef {
+    uint32_t seq;
+    uint32_t index;
+    uint32_t valid_bytes;  // records readable without error
+  };
+  struct Thread {
+    uint32_t tid;
+    std::vector<ChunkRef> chunks;  // sorted by seq
+  };
+
+  std::string path_;
+  const char* base_ = nullptr;
+  size_t size_ = 0;
+  uint32_t pid_ = 0;
+  uint32_t chunk_size_ = trace::kChunkSize;
+  trace::FileState state_ = trace::FileState::kRecording;
+  int end_signal_ = 0;
+  uint64_t start_mono_ns_ = 0;
+  uint64_t start_real_ns_ = 0;
+  uint64_t end_mono_ns_ = 0;
+  uint64_t last_event_ns_ = 0;
+  uint64_t last_ticks_ = 0;
+  uint64_t stats_[trace::kStatCount] = {};
+  uint64_t call_records_ = 0;
+  Clock clock_;
+  bool has_process_ = false;
+  Process process_;
+  std::vector<Api> apis_;
+  std::map<int, Device> devices_;
+  std::map<uint32_t, int64_t> properties_;
+  std::map<uint32_t, std::string> strings_;
+  std::vector<Crash> crashes_;
+  std::vector<std::pair<uint32_t, const trace::CrashRecord*>> raw_crashes_;  // (tid, record)
+  std::vector<Count> counts_;
+  std::vector<std::string> diagnostics_;
+  std::map<uint32_t, Thread> threads_;
+};
+
+// All trace files under a run directory (or the one file named), sorted by path.
+Result<std::vector<std::string>> find_trace_files(const std::string& path);
+
+const char* property_name(uint32_t key);
+const char* library_name(trace::Library lib);
+
+}  // namespace cuprobe::reader

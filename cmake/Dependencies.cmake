@@ -1,0 +1,44 @@
+# Locates the CUDA runtime and cuDNN headers (never their libraries: the shim resolves the real
+# libraries at run time) and the Debian-packaged libraries the analyzer and tests use.
+#
+# Users with other layouts point at theirs with -DCUDAToolkit_ROOT=..., -DCUDNN_ROOT=... or the
+# CUDA_HOME / CUDNN_ROOT environment variables.
+
+if(NOT CUDAToolkit_ROOT AND DEFINED ENV{CUDA_HOME})
+  set(CUDAToolkit_ROOT $ENV{CUDA_HOME})
+endif()
+find_package(CUDAToolkit 12.0)
+find_path(CUDART_INCLUDE_DIR cuda_runtime_api.h
+  HINTS ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_ROOT}/include $ENV{CUDA_HOME}/include /usr/local/cuda/include)
+if(NOT CUDART_INCLUDE_DIR)
+  message(FATAL_ERROR "cuda_runtime_api.h not found. Install the CUDA Toolkit (13.x) headers, or "
+                      "point at them with -DCUDAToolkit_ROOT=/path/to/cuda or CUDA_HOME=/path/to/cuda.")
+endif()
+
+set(CUDNN_ROOT "$ENV{CUDNN_ROOT}" CACHE PATH "cuDNN installation prefix (headers in include/)")
+find_path(CUDNN_INCLUDE_DIR cudnn_backend.h
+  HINTS ${CUDNN_ROOT}/include ${CUDART_INCLUDE_DIR} /usr/include /usr/include/x86_64-linux-gnu)
+if(NOT CUDNN_INCLUDE_DIR)
+  message(FATAL_ERROR "cudnn_backend.h (cuDNN 9 headers) not found. Install cuDNN 9 headers, or point at "
+                      "them with -DCUDNN_ROOT=/path/to/cudnn or the CUDNN_ROOT environment variable.")
+endif()
+message(STATUS "CUDA runtime headers: ${CUDART_INCLUDE_DIR}; cuDNN headers: ${CUDNN_INCLUDE_DIR}")
+
+# The real libraries, for tests that run against them where they work without a GPU.
+find_library(CUDART_REAL_LIBRARY NAMES libcudart.so.13 cudart
+  HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_ROOT}/lib64 /usr/local/cuda/lib64 NO_CACHE)
+find_library(CUDNN_REAL_LIBRARY NAMES libcudnn.so.9 cudnn
+  HINTS ${CUDNN_ROOT}/lib ${CUDNN_ROOT}/lib64 ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64 NO_CACHE)
+
+add_library(cuprobe_cuda_headers INTERFACE)
+target_include_directories(cuprobe_cuda_headers SYSTEM INTERFACE ${CUDART_INCLUDE_DIR} ${CUDNN_INCLUDE_DIR})
+
+find_package(Threads REQUIRED)
+find_package(fmt REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+if(CUPROBE_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(CUPROBE_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()

@@ -1,0 +1,257 @@
+// The cuprobe trace file format, shared by the shim (the only writer) and every reader.
+//
+// One file per traced process. The writer maps the file MAP_SHARED and appends fixed-layout
+// records into per-thread chunks; each record becomes visible to readers when its chunk's
+// `used` field is advanced with a release store, so a process killed at any instant (SIGKILL,
+// the OOM killer) leaves a file that is readable up to its last completed record.
+//
+// Layout: a FileHeader padded to kFileHeaderSize bytes, then chunks of header.chunk_size bytes
+// each (chunk i starts at kFileHeaderSize + i * chunk_size). A chunk is a ChunkHeader followed
+// by records, each 8-byte aligned and starting with a RecordHeader whose size covers the whole
+// record. Timestamps are raw ticks of the clock named in FileHeader::clock_kind; readers convert
+// them to CLOCK_MONOTONIC nanoseconds through the anchors (pairs of tick and nanosecond
+// readings) in the file header, in chunk headers and in kAnchor records.
+//
+// This header is plain data: no library calls, usable from the shim's hot path. Bump kVersion
+// for any change a reader of the previous version would misread; add a feature bit for
+// additions old readers can skip (unknown record types are skipped by size).
+// docs/trace-format.md is the prose description of everything here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cuprobe::trace {
+
+inline constexpr char kMagic[8] = {'C', 'U', 'P', 'R', 'O', 'B', 'E', '1'};
+inline constexpr uint32_t kVersion = 1;
+// 64 KiB keeps every chunk aligned to the largest page size in use (aarch64 with 64 KiB pages),
+// so each segment of the file can be mapped on its own.
+inline constexpr uint32_t kFileHeaderSize = 64 * 1024;
+inline constexpr uint32_t kChunkSize = 64 * 1024;
+inline constexpr uint32_t kChunkMagic = 0x4b4e4843;  // "CHNK"
+inline constexpr int kMaxDevices = 32;
+inline constexpr int kCountSlots = 8;     // counted APIs a trace can hold
+inline constexpr int kCountDevices = 16;  // devices counted separately per counted API
+inline constexpr uint32_t kMetaTid = 0;  // chunks written for the process as a whole
+
+enum class ClockKind : uint32_t {
+  kMonotonicNs = 1,  // ticks are CLOCK_MONOTONIC nanoseconds
+  kX86Tsc = 2,       // invariant TSC; converted through anchors
+  kArmCntvct = 3,    // aarch64 virtual counter; converted through anchors
+};
+
+enum class FileState : uint32_t {
+  kRecording = 0,  // never finalized: still running, or ended without a clean exit
+  kExited = 1,     // finalized by a normal exit
+  kSignaled = 2,   // finalized by a fatal signal (end_signal)
+  kExeced = 3,     // the process exec'd another program, which continues in a file of its own
+};
+
+// Counters of things that went wrong (or were skipped) inside the traced process.
+enum Stat : uint32_t {
+  kStatDroppedEvents = 0,    // events lost because no chunk could be had
+  kStatMissingSymbols = 1,   // calls whose real function could not be found
+  kStatDuplicateLibraries = 2,  // a library was mapped more than once (first copy used)
+  kStatTraceLimitHit = 3,    // 1 when the size limit (CUPROBE_MAX_MB) stopped the trace growing
+  kStatGrowFailures = 4,     // fallocate/mmap failures when growing the file
+  kStatCount = 16,
+};
+inline constexpr const char* kStatNames[kStatCount] = {
+    "dropped_events", "missing_symbols", "duplicate_libraries", "trace_limit_hit",
+    "grow_failures",  nullptr,           nullptr,               nullptr,
+    nullptr,          nullptr,           nullptr,               nullptr,
+    nullptr,          nullptr,           nullptr,               nullptr};
+
+struct Anchor {
+  uint64_t ticks;
+  uint64_t mono_ns;  // CLOCK_MONOTONIC
+  uint64_t real_ns;  // CLOCK_REALTIME: the wall-clock anchor that aligns processes and hosts
+};
+
+struct FileHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t header_size;  // kFileHeaderSize
+  uint64_t features;
+  uint32_t chunk_size;
+  uint32_t pid;
+  uint32_t chunks_claimed;  // updated atomically; chunks [0, chunks_claimed) may hold data
+  uint32_t state;           // FileState, updated atomically
+  int32_t end_signal;
+  uint32_t clock_kind;      // ClockKind
+  double ticks_per_ns;      // in-process calibration; readers prefer anchors when they have two
+  Anchor start;             // when the shim was loaded (or the process forked)
+  Anchor end;               // valid when state != kRecording
+  uint64_t proc_start_time; // /proc/<pid>/stat starttime: tells a pid's exec'd image from reuse
+  uint64_t stats[kStatCount];
+};
+static_assert(sizeof(FileHeader) <= kFileHeaderSize);
+static_assert(offsetof(FileHeader, stats) % 8 == 0);
+
+struct ChunkHeader {
+  uint32_t magic;     // kChunkMagic once the chunk is claimed
+  uint32_t tid;       // writing thread (kMetaTid for process-wide records)
+  uint32_t used;      // bytes of committed records after this header; release-stored
+  uint32_t seq;       // n-th chunk of this thread, from 0
+  uint64_t anchor_ticks;
+  uint64_t anchor_mono_ns;
+  // Calls of counted APIs (kernel launches, event and stream queries) made while this chunk was
+  // the thread's current one: counts[slot][device], slot from ApiInfo::count_slot, device
+  // kCountDevices meaning "unknown or higher".
+  uint64_t counts[kCountSlots][kCountDevices + 1];
+};
+inline constexpr uint32_t kChunkHeaderSize = 1152;
+static_assert(sizeof(ChunkHeader) <= kChunkHeaderSize);
+inline constexpr uint32_t kChunkDataSize = kChunkSize - kChunkHeaderSize;
+
+enum class RecordType : uint16_t {
+  kCall = 1,         // one intercepted call (CallRecord)
+  kApiInfo = 2,      // name, library, flags and argument fields of one API id
+  kProcessInfo = 3,  // who this process is
+  kString = 4,       // an interned string (id -> text)
+  kDeviceInfo = 5,   // one CUDA device the process used
+  kThreadEnd = 6,    // a thread exited
+  kAnchor = 7,       // a (ticks, mono_ns) pair for clock conversion
+  kCrash = 8,        // a fatal signal arrived; names the call in flight on that thread
+  kProperty = 9,     // a numbered process property (library versions)
+};
+
+struct RecordHeader {
+  uint16_t type;  // RecordType
+  uint16_t aux;   // kCall: api id
+  uint32_t size;  // bytes, header included, multiple of 8
+};
+static_assert(sizeof(RecordHeader) == 8);
+
+inline constexpr uint32_t align8(uint32_t n) { return (n + 7u) & ~7u; }
+
+// Flags of a call record.
+enum CallFlags : uint16_t {
+  kCallHasStream = 1u << 0,
+};
+
+struct CallRecord {
+  RecordHeader h;  // h.aux is the API id
+  int32_t ret;     // the return code the caller saw
+  int16_t device;  // current device, -1 when unknown
+  uint16_t flags;  // CallFlags
+  uint64_t start_ticks;
+  uint64_t dur_ticks;
+  uint64_t stream;
+  uint64_t args[];  // (h.size - sizeof(CallRecord)) / 8 values, meaning given by ApiInfo fields
+};
+static_assert(sizeof(CallRecord) == 40);
+inline constexpr int kMaxCallArgs = 16;
+
+// Library an API belongs to.
+enum class Library : uint16_t { kCudart = 1, kCudnn = 2, kDriver = 3 };
+
+// Classification of an API, written into the trace so readers need no built-in name lists.
+enum ApiFlags : uint32_t {
+  kApiDeviceAlloc = 1u << 0,  // allocates device memory (fields: ptr, size)
+  kApiDeviceFree = 1u << 1,   // frees device memory (field: ptr)
+  kApiHostAlloc = 1u << 2,    // allocates or registers host memory
+  kApiHostFree = 1u << 3,
+  kApiSync = 1u << 4,         // blocks the host until device work completes
+  kApiCounted = 1u << 5,      // counted per thread and device, no event per call by default
+  kApiInitsDevice = 1u << 6,  // success implies the current device's context exists
+  kApiMemcpy = 1u << 7,
+  kApiEvent = 1u << 8,
+  kApiStream = 1u << 9,
+  kApiError = 1u << 10,       // queries or clears the sticky error state
+  kApiFaultable = 1u << 11,   // a fault rule may replace the call
+};
+
+// Field encoding inside ApiInfo::fields: "name:t,name:t" with t one of
+//   p pointer or handle (printed in hex)   u unsigned   i signed   x flags (hex)
+//   f float64 bit pattern                  s interned string id
+struct ApiInfo {
+  RecordHeader h;  // h.aux is the API id
+  uint16_t library;
+  uint16_t name_len;
+  uint32_t flags;
+  uint32_t fields_len;
+  int32_t count_slot;  // index into ChunkHeader::counts, -1 when not counted
+  char text[];  // name, then fields (no terminators)
+};
+static_assert(sizeof(ApiInfo) == 24);
+
+struct ProcessInfo {
+  RecordHeader h;
+  uint32_t pid;
+  uint32_t ppid;
+  int32_t rank;        // -1 when not set
+  int32_t local_rank;  // -1 when not set
+  int32_t world_size;  // -1 when not set
+  uint32_t uid;
+  uint32_t hostname_len;
+  uint32_t cmdline_len;  // NUL-separated arguments
+  uint32_t exe_len;
+  uint32_t cwd_len;
+  char text[];  // hostname, cmdline, exe, cwd
+};
+static_assert(sizeof(ProcessInfo) == 48);
+
+struct StringRecord {
+  RecordHeader h;
+  uint32_t id;
+  uint32_t len;
+  char text[];
+};
+static_assert(sizeof(StringRecord) == 16);
+
+struct DeviceInfo {
+  RecordHeader h;
+  int32_t index;
+  int32_t cc_major;
+  int32_t cc_minor;
+  int32_t multiprocessors;
+  uint64_t total_mem;
+  uint8_t uuid[16];
+  int32_t pci_domain;
+  int32_t pci_bus;
+  int32_t pci_device;
+  uint32_t pad;
+  char name[256];
+};
+static_assert(sizeof(DeviceInfo) == 320);
+
+struct ThreadEnd {
+  RecordHeader h;
+  uint64_t ticks;
+};
+
+struct AnchorRecord {
+  RecordHeader h;
+  uint64_t ticks;
+  uint64_t mono_ns;
+};
+
+struct CrashRecord {
+  RecordHeader h;
+  int32_t signal;
+  uint16_t api_in_flight;  // 0xffff when none
+  uint16_t pad;
+  uint64_t ticks;
+  uint64_t in_flight_start_ticks;
+};
+
+enum class Property : uint32_t {
+  kCudaRuntimeVersion = 1,
+  kCudaDriverVersion = 2,
+  kCudnnVersion = 3,
+  kCudnnCudartVersion = 4,
+  kLaunchEvents = 5,  // 1 when every kernel launch is an event
+};
+
+struct PropertyRecord {
+  RecordHeader h;
+  uint32_t key;  // Property
+  uint32_t pad;
+  int64_t value;
+};
+
+inline constexpr uint16_t kNoApi = 0xffff;
+
+}  // namespace cuprobe::trace

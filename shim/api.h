@@ -1,0 +1,80 @@
+// Everything derived from the hook tables that the shim, the test doubles and the tests share:
+// the ApiId enumeration (one id space over all libraries), each API's library, flags and
+// signature-of id, and the slots of kinds that are counted rather than recorded.
+//
+// The tables themselves are the X-macro lists in cudart_hooks.h (and, per library, beside it).
+// Include the vendor headers before this one.
+#pragma once
+
+#include <stdint.h>
+
+#include "cuprobe/trace_format.h"
+#include "cudart_hooks.h"
+
+namespace cuprobe {
+
+// Short names the tables use for trace::ApiFlags.
+namespace hook_flags {
+inline constexpr uint32_t DeviceAlloc = trace::kApiDeviceAlloc;
+inline constexpr uint32_t DeviceFree = trace::kApiDeviceFree;
+inline constexpr uint32_t HostAlloc = trace::kApiHostAlloc;
+inline constexpr uint32_t HostFree = trace::kApiHostFree;
+inline constexpr uint32_t Sync = trace::kApiSync;
+inline constexpr uint32_t Counted = trace::kApiCounted;
+inline constexpr uint32_t InitsDevice = trace::kApiInitsDevice;
+inline constexpr uint32_t Memcpy = trace::kApiMemcpy;
+inline constexpr uint32_t Event = trace::kApiEvent;
+inline constexpr uint32_t Stream = trace::kApiStream;
+inline constexpr uint32_t Error = trace::kApiError;
+inline constexpr uint32_t Faultable = trace::kApiFaultable;
+}  // namespace hook_flags
+
+#define CUPROBE_API_ID(ret, name, sig, params, args, flags) name,
+enum class ApiId : uint16_t {
+  CUPROBE_CUDART_HOOKS(CUPROBE_API_ID)  //
+  kCount
+};
+#undef CUPROBE_API_ID
+
+inline constexpr int kApiCount = int(ApiId::kCount);
+
+struct ApiStatic {
+  const char* name;
+  uint32_t flags;
+  trace::Library library;
+  ApiId sig;  // the API whose declaration (and capture logic) this one shares
+};
+
+#define CUPROBE_API_STATIC_CUDART(ret, name, sig, params, args, flags) \
+  ApiStatic{#name, [] { using namespace hook_flags; return uint32_t(flags); }(), trace::Library::kCudart, ApiId::sig},
+inline constexpr ApiStatic kApis[] = {
+    CUPROBE_CUDART_HOOKS(CUPROBE_API_STATIC_CUDART)  //
+};
+#undef CUPROBE_API_STATIC_CUDART
+static_assert(sizeof(kApis) / sizeof(kApis[0]) == kApiCount);
+
+constexpr const ApiStatic& api_static(ApiId id) { return kApis[int(id)]; }
+
+// Counted APIs get consecutive slots in each chunk's count table, in table order.
+inline constexpr int kNoCountSlot = -1;
+constexpr int count_slot(ApiId id) {
+  if (!(kApis[int(id)].flags & trace::kApiCounted)) return kNoCountSlot;
+  int slot = 0;
+  for (int i = 0; i < int(id); ++i) slot += (kApis[i].flags & trace::kApiCounted) ? 1 : 0;
+  return slot;
+}
+constexpr int counted_api_total() {
+  int n = 0;
+  for (const auto& a : kApis) n += (a.flags & trace::kApiCounted) ? 1 : 0;
+  return n;
+}
+static_assert(counted_api_total() <= trace::kCountSlots, "raise trace::kCountSlots");
+
+constexpr int field_count(const char* fields) {
+  if (fields == nullptr || *fields == 0) return 0;
+  int n = 1;
+  for (const char* p = fields; *p; ++p) n += (*p == ',') ? 1 : 0;
+  return n;
+}
+
+}  // namespace cuprobe

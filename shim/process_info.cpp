@@ -1,0 +1,173 @@
+// The process record, the API table and device descriptions; see process_info.h.
+#include "process_info.h"
+
+#include <cuda_runtime_api.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "resolve.h"
+
+namespace cuprobe::shim {
+
+const char* g_api_fields[kApiCount];
+
+namespace {
+
+uint32_t g_described_devices;  // bit per device index < 32
+uint32_t g_versions_written;
+
+int env_int(const char* const* names) {
+  for (; *names; ++names) {
+    const char* v = getenv(*names);
+    if (v != nullptr && *v != 0) {
+      char* end = nullptr;
+      long n = strtol(v, &end, 10);
+      if (end != nullptr && *end == 0) return int(n);
+    }
+  }
+  return -1;
+}
+
+size_t read_file(const char* path, char* buf, size_t cap) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  size_t n = 0;
+  while (n < cap) {
+    ssize_t r = read(fd, buf + n, cap - n);
+    if (r <= 0) break;
+    n += size_t(r);
+  }
+  close(fd);
+  return n;
+}
+
+void write_process_info() {
+  static const char* const kRank[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", nullptr};
+  static const char* const kLocalRank[] = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", nullptr};
+  static const char* const kWorld[] = {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", nullptr};
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  static char cmdline[16384];
+  size_t cmd_len = read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
+  char exe[4096];
+  ssize_t exe_len = readlink("/proc/self/exe", exe, sizeof exe);
+  if (exe_len < 0) exe_len = 0;
+  char cwd[4096];
+  size_t cwd_len = getcwd(cwd, sizeof cwd) ? strlen(cwd) : 0;
+  size_t host_len = strlen(host);
+  uint32_t size = trace::align8(uint32_t(sizeof(trace::ProcessInfo) + host_len + cmd_len + size_t(exe_len) + cwd_len));
+  MetaWriter w;
+  char* p = w.reserve(size);
+  if (p == nullptr) return;
+  auto* r = reinterpret_cast<trace::ProcessInfo*>(p);
+  r->h = trace::RecordHeader{uint16_t(trace::RecordType::kProcessInfo), 0, size};
+  r->pid = uint32_t(getpid());
+  r->ppid = uint32_t(getppid());
+  r->rank = env_int(kRank);
+  r->local_rank = env_int(kLocalRank);
+  r->world_size = env_int(kWorld);
+  r->uid = uint32_t(getuid());
+  r->hostname_len = uint32_t(host_len);
+  r->cmdline_len = uint32_t(cmd_len);
+  r->exe_len = uint32_t(exe_len);
+  r->cwd_len = uint32_t(cwd_len);
+  char* text = r->text;
+  memcpy(text, host, host_len);
+  memcpy(text += host_len, cmdline, cmd_len);
+  memcpy(text += cmd_len, exe, size_t(exe_len));
+  memcpy(text += exe_len, cwd, cwd_len);
+  w.commit(size);
+}
+
+void write_api_table() {
+  register_cudart_fields();
+  MetaWriter w;
+  for (int id = 0; id < kApiCount; ++id) {
+    const ApiStatic& a = kApis[id];
+    const char* fields = g_api_fields[id] ? g_api_fields[id] : "";
+    size_t name_len = strlen(a.name);
+    size_t fields_len = strlen(fields);
+    uint32_t size = trace::align8(uint32_t(sizeof(trace::ApiInfo) + name_len + fields_len));
+    char* p = w.reserve(size);
+    if (p == nullptr) return;
+    auto* r = reinterpret_cast<trace::ApiInfo*>(p);
+    r->h = trace::RecordHeader{uint16_t(trace::RecordType::kApiInfo), uint16_t(id), size};
+    r->library = uint16_t(a.library);
+    r->name_len = uint16_t(name_len);
+    r->flags = a.flags;
+    r->fields_len = uint32_t(fields_len);
+    r->count_slot = count_slot(ApiId(id));
+    memcpy(r->text, a.name, name_len);
+    memcpy(r->text + name_len, fields, fields_len);
+    w.commit(size);
+  }
+}
+
+void write_versions() {
+  using VersionFn = cudaError_t (*)(int*);
+  int v = 0;
+  if (auto fn = reinterpret_cast<VersionFn>(real_function(ApiId::cudaRuntimeGetVersion)); fn && fn(&v) == cudaSuccess) {
+    write_property(trace::Property::kCudaRuntimeVersion, v);
+  }
+  if (auto fn = reinterpret_cast<VersionFn>(real_function(ApiId::cudaDriverGetVersion)); fn && fn(&v) == cudaSuccess) {
+    write_property(trace::Property::kCudaDriverVersion, v);
+  }
+}
+
+}  // namespace
+
+void write_process_records() {
+  write_process_info();
+  write_api_table();
+  write_property(trace::Property::kLaunchEvents, g_launch_events ? 1 : 0);
+}
+
+void reset_process_info_after_fork() {
+  g_described_devices = 0;
+  g_versions_written = 0;
+}
+
+void note_device(int device) {
+  if (device < 0 || device >= 32) return;
+  uint32_t bit = 1u << device;
+  if (__atomic_load_n(&g_described_devices, __ATOMIC_RELAXED) & bit) return;
+  if (__atomic_fetch_or(&g_described_devices, bit, __ATOMIC_ACQ_REL) & bit) return;
+  if (__atomic_exchange_n(&g_versions_written, 1u, __ATOMIC_ACQ_REL) == 0) write_versions();
+  using PropsFn = cudaError_t (*)(cudaDeviceProp*, int);
+  auto fn = reinterpret_cast<PropsFn>(real_function(ApiId::cudaGetDeviceProperties));
+  cudaDeviceProp props;
+  memset(&props, 0, sizeof props);
+  if (fn == nullptr || fn(&props, device) != cudaSuccess) return;
+  MetaWriter w;
+  constexpr uint32_t kSize = sizeof(trace::DeviceInfo);
+  char* p = w.reserve(kSize);
+  if (p == nullptr) return;
+  auto* r = reinterpret_cast<trace::DeviceInfo*>(p);
+  memset(r, 0, kSize);
+  r->h = trace::RecordHeader{uint16_t(trace::RecordType::kDeviceInfo), 0, kSize};
+  r->index = device;
+  r->cc_major = props.major;
+  r->cc_minor = props.minor;
+  r->multiprocessors = props.multiProcessorCount;
+  r->total_mem = props.totalGlobalMem;
+  memcpy(r->uuid, props.uuid.bytes, sizeof r->uuid);
+  r->pci_domain = props.pciDomainID;
+  r->pci_bus = props.pciBusID;
+  r->pci_device = props.pciDeviceID;
+  memcpy(r->name, props.name, sizeof r->name - 1);
+  w.commit(kSize);
+}
+
+int current_device(ThreadState& t) {
+  if (t.device >= 0 || t.device_probed) return t.device;
+  t.device_probed = 1;
+  using GetDeviceFn = cudaError_t (*)(int*);
+  auto fn = reinterpret_cast<GetDeviceFn>(real_function(ApiId::cudaGetDevice));
+  int d = -1;
+  if (fn != nullptr && fn(&d) == cudaSuccess) t.device = d;
+  return t.device;
+}
+
+}  // namespace cuprobe::shim

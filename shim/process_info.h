@@ -1,0 +1,29 @@
+// What the trace says about the process as a whole: the process record and API table written
+// when the file is created, device descriptions and library versions written the first time
+// they are known. Queries go to the real libraries through their slots, and only after the
+// application itself has initialised CUDA (the caller guarantees that).
+#pragma once
+
+#include "api.h"
+#include "recorder.h"
+
+namespace cuprobe::shim {
+
+void write_process_records();       // once, right after the file is created
+void reset_process_info_after_fork();
+
+// Writes a DeviceInfo record (and the runtime/driver versions) the first time `device` is
+// seen after a successful call that implies its context exists.
+void note_device(int device);
+
+// Current device of the calling thread as far as the CUDA runtime knows it, asking the real
+// cudaGetDevice at most once per thread until the application sets a device itself.
+int current_device(ThreadState& t);
+
+}  // namespace cuprobe::shim
+
+namespace cuprobe::shim {
+// Argument fields of every API (trace_format.h encoding), filled by each library's wrapper file.
+extern const char* g_api_fields[kApiCount];
+void register_cudart_fields();
+}  // namespace cuprobe::shim

@@ -1,0 +1,602 @@
+// Trace file management for the shim: configuration, creating the per-process file, growing it
+// in segments, handing chunks to threads, process-wide records, fork, exit and fatal signals.
+// See recorder.h for the contract; trace_format.h for the layout.
+#include "recorder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "process_info.h"
+
+namespace cuprobe::shim {
+
+__thread ThreadState t_state __attribute__((tls_model("initial-exec")));
+Mode g_mode = Mode::kUnconfigured;
+uint32_t g_generation = 1;
+bool g_launch_events = false;
+
+namespace {
+
+constexpr uint32_t kMaxSegments = 4096;
+constexpr uint32_t kFirstSegmentChunks = 16;   // 1 MiB
+constexpr uint32_t kLargestSegmentChunks = 1024;  // 64 MiB
+constexpr uint64_t kDefaultMaxBytes = 4096ull << 20;
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+constexpr int kMaxSignal = 65;
+
+struct Config {
+  char out_dir[4096];
+  uint64_t max_bytes;
+  bool quiet;
+};
+
+struct Segment {
+  char* base;
+  uint32_t first_chunk;
+  uint32_t n_chunks;
+};
+
+// Everything that belongs to this process's trace file. Reset in a forked child.
+struct ProcessTrace {
+  int fd;
+  trace::FileHeader* hdr;
+  Segment segments[kMaxSegments];
+  uint32_t n_segments;
+  uint32_t mapped_chunks;  // atomic
+  uint32_t max_chunks;
+  uint32_t full;               // atomic: no more chunks will be handed out
+  uint32_t started_generation;  // generation the file belongs to; 0 = none
+  uint32_t failed_generation;   // generation for which creating the file failed
+  char path[4096 + 256];
+};
+
+Config g_config;
+ProcessTrace g_trace;
+trace::Anchor g_process_start;  // when the shim was configured, or the process forked
+ThreadState g_meta;  // writer of process-wide records, under g_meta_mutex
+uint64_t g_early_stats[trace::kStatCount];
+pthread_once_t g_config_once = PTHREAD_ONCE_INIT;
+pthread_mutex_t g_start_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t g_grow_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t g_meta_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_key_t g_thread_key;
+struct sigaction g_old_actions[kMaxSignal];
+
+// Interned strings: hash -> id, open addressing; when full, strings are simply written again.
+constexpr uint32_t kInternSlots = 4096;
+struct InternSlot {
+  uint64_t hash;
+  uint32_t id;
+};
+InternSlot g_intern[kInternSlots];
+uint32_t g_next_string_id = 1;
+
+void copy_str(char* dst, size_t cap, const char* src) {
+  size_t n = strnlen(src, cap - 1);
+  memcpy(dst, src, n);
+  dst[n] = 0;
+}
+
+uint64_t parse_u64(const char* s, uint64_t fallback) {
+  if (s == nullptr || *s == 0) return fallback;
+  char* end = nullptr;
+  unsigned long long v = strtoull(s, &end, 10);
+  return (end != nullptr && *end == 0) ? uint64_t(v) : fallback;
+}
+
+bool env_true(const char* name) {
+  const char* v = getenv(name);
+  return v != nullptr && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || strcmp(v, "yes") == 0);
+}
+
+void say(const char* fmt, const char* a, const char* b) {
+  if (g_config.quiet) return;
+  fprintf(stderr, fmt, a, b);
+}
+
+void fill_anchor(trace::Anchor* a) {
+  a->ticks = now_ticks();
+  a->mono_ns = mono_ns();
+  a->real_ns = real_ns();
+}
+
+void on_thread_exit(void*);
+void atfork_prepare();
+void atfork_parent();
+void atfork_child();
+
+void do_configure() {
+  const char* out = getenv("CUPROBE_OUT");
+  copy_str(g_config.out_dir, sizeof g_config.out_dir, (out && *out) ? out : "cuprobe-trace");
+  uint64_t max_mb = parse_u64(getenv("CUPROBE_MAX_MB"), kDefaultMaxBytes >> 20);
+  g_config.max_bytes = max_mb << 20;
+  g_config.quiet = env_true("CUPROBE_QUIET");
+  g_launch_events = env_true("CUPROBE_LAUNCH_EVENTS");
+  clock_init(getenv("CUPROBE_CLOCK"));
+  fill_anchor(&g_process_start);
+  pthread_key_create(&g_thread_key, on_thread_exit);
+  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+  Mode m = env_true("CUPROBE_DISABLE") ? Mode::kOff : Mode::kOn;
+  __atomic_store_n(&g_mode, m, __ATOMIC_RELEASE);
+}
+
+// Creates the run directory (and its parents) with mode 0700. A final component that is a
+// symbolic link is followed only when the link belongs to us or to root.
+bool make_run_dir(const char* dir, const char** why) {
+  char buf[4096];
+  copy_str(buf, sizeof buf, dir);
+  size_t n = strlen(buf);
+  for (size_t i = 1; i <= n; ++i) {
+    if (buf[i] != '/' && buf[i] != 0) continue;
+    char saved = buf[i];
+    buf[i] = 0;
+    if (mkdir(buf, 0700) != 0 && errno != EEXIST) {
+      *why = strerror(errno);
+      return false;
+    }
+    buf[i] = saved;
+  }
+  struct statx st;
+  if (statx(AT_FDCWD, dir, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_UID, &st) != 0) {
+    *why = strerror(errno);
+    return false;
+  }
+  if (S_ISLNK(st.stx_mode) && st.stx_uid != geteuid() && st.stx_uid != 0) {
+    *why = "it is a symbolic link owned by another user";
+    return false;
+  }
+  if (statx(AT_FDCWD, dir, 0, STATX_TYPE, &st) != 0 || !S_ISDIR(st.stx_mode)) {
+    *why = "it is not a directory";
+    return false;
+  }
+  return true;
+}
+
+void sanitize(char* s) {
+  for (; *s; ++s) {
+    char c = *s;
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+              c == '.' || c == '_';
+    if (!ok) *s = '_';
+  }
+}
+
+// Start time of this process in clock ticks since boot; kept across exec, unlike the pid's
+// other owners after reuse.
+uint64_t proc_start_time() {
+  char buf[1024];
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  const char* p = strrchr(buf, ')');
+  for (int field = 2; p != nullptr && field < 22; ++field) p = strchr(p + 1, ' ');
+  return p ? strtoull(p + 1, nullptr, 10) : 0;
+}
+
+// The file at `path` was left by this very process before it exec'd the current program:
+// mark it as ended by exec instead of leaving it looking unfinished.
+void close_exec_predecessor(const char* path) {
+  int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  trace::FileHeader h;
+  if (pread(fd, &h, sizeof h, 0) == ssize_t(sizeof h) && memcmp(h.magic, trace::kMagic, sizeof h.magic) == 0 &&
+      h.pid == uint32_t(getpid()) && h.proc_start_time != 0 && h.proc_start_time == proc_start_time() &&
+      h.state == uint32_t(trace::FileState::kRecording)) {
+    h.state = uint32_t(trace::FileState::kExeced);
+    h.end.mono_ns = mono_ns();
+    h.end.real_ns = real_ns();
+    h.end.ticks = h.clock_kind == uint32_t(g_clock_kind) ? now_ticks() : 0;
+    (void)!pwrite(fd, &h, sizeof h, 0);
+  }
+  close(fd);
+}
+
+int create_trace_file(char* path, size_t cap) {
+  char host[256] = "host";
+  gethostname(host, sizeof host - 1);
+  host[sizeof host - 1] = 0;
+  sanitize(host);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    if (attempt == 0) {
+      snprintf(path, cap, "%s/%s-%d.cuprobe", g_config.out_dir, host, int(getpid()));
+    } else {
+      snprintf(path, cap, "%s/%s-%d-%d.cuprobe", g_config.out_dir, host, int(getpid()), attempt);
+    }
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0 || errno != EEXIST) return fd;
+    if (attempt == 0) close_exec_predecessor(path);
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+void fatal_signal_handler(int sig, siginfo_t* info, void* ucontext);
+
+void install_signal_handlers() {
+  for (int sig : kFatalSignals) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = fatal_signal_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, &g_old_actions[sig]);
+  }
+}
+
+// Under g_start_mutex. Creates and maps the file, writes the header and the process records.
+bool start_trace_locked() {
+  const char* why = nullptr;
+  if (!make_run_dir(g_config.out_dir, &why)) {
+    say("cuprobe: cannot use run directory %s: %s; this process is not traced\n", g_config.out_dir, why);
+    return false;
+  }
+  int fd = create_trace_file(g_trace.path, sizeof g_trace.path);
+  if (fd < 0) {
+    say("cuprobe: cannot create a trace file in %s: %s; this process is not traced\n", g_config.out_dir,
+        strerror(errno));
+    return false;
+  }
+  int rc = posix_fallocate(fd, 0, 4096);
+  void* p = rc == 0 ? mmap(nullptr, trace::kFileHeaderSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                    : MAP_FAILED;
+  if (p == MAP_FAILED || ftruncate(fd, trace::kFileHeaderSize) != 0) {
+    say("cuprobe: cannot map trace file %s: %s; this process is not traced\n", g_trace.path,
+        strerror(rc ? rc : errno));
+    if (p != MAP_FAILED) munmap(p, trace::kFileHeaderSize);
+    close(fd);
+    unlink(g_trace.path);
+    return false;
+  }
+  auto* hdr = static_cast<trace::FileHeader*>(p);
+  memcpy(hdr->magic, trace::kMagic, sizeof hdr->magic);
+  hdr->version = trace::kVersion;
+  hdr->header_size = trace::kFileHeaderSize;
+  hdr->features = 0;
+  hdr->chunk_size = trace::kChunkSize;
+  hdr->pid = uint32_t(getpid());
+  hdr->clock_kind = uint32_t(g_clock_kind);
+  hdr->ticks_per_ns = clock_ticks_per_ns();
+  hdr->start = g_process_start;
+  hdr->proc_start_time = proc_start_time();
+  for (uint32_t i = 0; i < trace::kStatCount; ++i) hdr->stats[i] = __atomic_exchange_n(&g_early_stats[i], 0, __ATOMIC_RELAXED);
+  g_trace.fd = fd;
+  g_trace.n_segments = 0;
+  __atomic_store_n(&g_trace.mapped_chunks, 0, __ATOMIC_RELAXED);
+  uint64_t max_chunks = g_config.max_bytes / trace::kChunkSize;
+  g_trace.max_chunks = uint32_t(max_chunks > 0xfffffff0ull ? 0xfffffff0ull : (max_chunks < 4 ? 4 : max_chunks));
+  __atomic_store_n(&g_trace.full, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&g_trace.hdr, hdr, __ATOMIC_RELEASE);
+  install_signal_handlers();
+  return true;
+}
+
+bool ensure_started(uint32_t gen) {
+  if (__atomic_load_n(&g_trace.started_generation, __ATOMIC_ACQUIRE) == gen) return true;
+  if (__atomic_load_n(&g_trace.failed_generation, __ATOMIC_ACQUIRE) == gen) return false;
+  pthread_mutex_lock(&g_start_mutex);
+  bool ok = g_trace.started_generation == gen;
+  bool first = false;
+  if (!ok && g_trace.failed_generation != gen) {
+    ok = start_trace_locked();
+    first = ok;
+    __atomic_store_n(ok ? &g_trace.started_generation : &g_trace.failed_generation, gen, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&g_start_mutex);
+  // Outside the start mutex: these write records, which can come back here through reserve.
+  if (first) write_process_records();
+  return ok;
+}
+
+// Under g_grow_mutex: maps segments until chunk `idx` is covered.
+bool grow_locked(uint32_t idx) {
+  while (__atomic_load_n(&g_trace.mapped_chunks, __ATOMIC_RELAXED) <= idx) {
+    uint32_t mapped = g_trace.mapped_chunks;
+    uint32_t shift = g_trace.n_segments < 6 ? g_trace.n_segments : 6;
+    uint32_t n = kFirstSegmentChunks << shift;
+    if (n > kLargestSegmentChunks) n = kLargestSegmentChunks;
+    if (n > g_trace.max_chunks - mapped) n = g_trace.max_chunks - mapped;
+    if (n == 0 || g_trace.n_segments == kMaxSegments) {
+      set_stat_max(trace::kStatTraceLimitHit, 1);
+      return false;
+    }
+    off_t off = off_t(trace::kFileHeaderSize) + off_t(mapped) * trace::kChunkSize;
+    size_t len = size_t(n) * trace::kChunkSize;
+    int rc;
+    do {
+      rc = posix_fallocate(g_trace.fd, off, off_t(len));
+    } while (rc == EINTR);
+    void* p = rc == 0 ? mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, g_trace.fd, off) : MAP_FAILED;
+    if (p == MAP_FAILED) {
+      count_stat(trace::kStatGrowFailures);
+      return false;
+    }
+    g_trace.segments[g_trace.n_segments++] = Segment{static_cast<char*>(p), mapped, n};
+    __atomic_store_n(&g_trace.mapped_chunks, mapped + n, __ATOMIC_RELEASE);
+  }
+  return true;
+}
+
+trace::ChunkHeader* chunk_at(uint32_t idx) {
+  for (uint32_t i = 0; i < g_trace.n_segments; ++i) {
+    const Segment& s = g_trace.segments[i];
+    if (idx >= s.first_chunk && idx - s.first_chunk < s.n_chunks) {
+      return reinterpret_cast<trace::ChunkHeader*>(s.base + size_t(idx - s.first_chunk) * trace::kChunkSize);
+    }
+  }
+  return nullptr;
+}
+
+trace::ChunkHeader* claim_chunk(uint32_t tid, uint32_t seq) {
+  if (__atomic_load_n(&g_trace.full, __ATOMIC_RELAXED)) return nullptr;
+  trace::FileHeader* hdr = g_trace.hdr;
+  uint32_t idx = __atomic_load_n(&hdr->chunks_claimed, __ATOMIC_RELAXED);
+  do {
+    if (idx >= g_trace.max_chunks) {
+      __atomic_store_n(&g_trace.full, 1, __ATOMIC_RELAXED);
+      set_stat_max(trace::kStatTraceLimitHit, 1);
+      return nullptr;
+    }
+  } while (!__atomic_compare_exchange_n(&hdr->chunks_claimed, &idx, idx + 1, true, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED));
+  pthread_mutex_lock(&g_grow_mutex);
+  bool ok = grow_locked(idx);
+  trace::ChunkHeader* c = ok ? chunk_at(idx) : nullptr;
+  pthread_mutex_unlock(&g_grow_mutex);
+  if (c == nullptr) {
+    __atomic_store_n(&g_trace.full, 1, __ATOMIC_RELAXED);
+    return nullptr;
+  }
+  c->tid = tid;
+  c->seq = seq;
+  c->used = 0;
+  c->anchor_ticks = now_ticks();
+  c->anchor_mono_ns = mono_ns();
+  __atomic_store_n(&c->magic, trace::kChunkMagic, __ATOMIC_RELEASE);
+  return c;
+}
+
+void on_thread_exit(void*) {
+  ThreadState& t = t_state;
+  if (t.guard != 0 || t.chunk == nullptr || t.generation != __atomic_load_n(&g_generation, __ATOMIC_RELAXED)) return;
+  t.guard = 1;
+  constexpr uint32_t kSize = sizeof(trace::ThreadEnd);
+  if (char* p = reserve(t, kSize)) {
+    auto* r = reinterpret_cast<trace::ThreadEnd*>(p);
+    r->h = trace::RecordHeader{uint16_t(trace::RecordType::kThreadEnd), 0, kSize};
+    r->ticks = now_ticks();
+    commit(t, kSize);
+  }
+  t.guard = 0;
+}
+
+void atfork_prepare() {
+  pthread_mutex_lock(&g_start_mutex);
+  pthread_mutex_lock(&g_meta_mutex);
+  pthread_mutex_lock(&g_grow_mutex);
+}
+
+void atfork_parent() {
+  pthread_mutex_unlock(&g_grow_mutex);
+  pthread_mutex_unlock(&g_meta_mutex);
+  pthread_mutex_unlock(&g_start_mutex);
+}
+
+// The child must never write into the parent's file: drop every mapping of it and start a
+// file of its own at its first event.
+void atfork_child() {
+  if (g_trace.hdr != nullptr) {
+    for (uint32_t i = 0; i < g_trace.n_segments; ++i) {
+      munmap(g_trace.segments[i].base, size_t(g_trace.segments[i].n_chunks) * trace::kChunkSize);
+    }
+    munmap(g_trace.hdr, trace::kFileHeaderSize);
+    close(g_trace.fd);
+  }
+  g_trace.hdr = nullptr;
+  g_trace.fd = -1;
+  g_trace.n_segments = 0;
+  g_trace.mapped_chunks = 0;
+  g_trace.full = 0;
+  g_trace.started_generation = 0;
+  g_trace.failed_generation = 0;
+  g_trace.path[0] = 0;
+  memset(g_intern, 0, sizeof g_intern);
+  g_next_string_id = 1;
+  memset(&g_meta, 0, sizeof g_meta);
+  reset_process_info_after_fork();
+  fill_anchor(&g_process_start);
+  pthread_mutex_init(&g_start_mutex, nullptr);
+  pthread_mutex_init(&g_meta_mutex, nullptr);
+  pthread_mutex_init(&g_grow_mutex, nullptr);
+  __atomic_add_fetch(&g_generation, 1, __ATOMIC_RELEASE);
+}
+
+bool trace_is_ours() {
+  return g_trace.hdr != nullptr &&
+         __atomic_load_n(&g_trace.started_generation, __ATOMIC_ACQUIRE) == __atomic_load_n(&g_generation, __ATOMIC_RELAXED);
+}
+
+// Async-signal-safe: only stores into the mapping, clock_gettime, sigaction and raise.
+void fatal_signal_handler(int sig, siginfo_t* info, void* ucontext) {
+  int saved_errno = errno;
+  struct sigaction& old = g_old_actions[sig];
+  bool old_is_handler = (old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != nullptr
+                                                     : (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN);
+  if (old_is_handler) {
+    // Someone else handled this signal before us (a runtime that uses SIGSEGV on purpose, a
+    // crash reporter): let them decide; they may recover.
+    if (old.sa_flags & SA_SIGINFO) {
+      old.sa_sigaction(sig, info, ucontext);
+    } else {
+      old.sa_handler(sig);
+    }
+    errno = saved_errno;
+    return;
+  }
+  if (trace_is_ours()) {
+    ThreadState& t = t_state;
+    if (t.generation == g_generation && t.chunk != nullptr && t.pos + sizeof(trace::CrashRecord) <= trace::kChunkDataSize) {
+      auto* r = reinterpret_cast<trace::CrashRecord*>(chunk_data(t.chunk) + t.pos);
+      r->h = trace::RecordHeader{uint16_t(trace::RecordType::kCrash), 0, uint32_t(sizeof(trace::CrashRecord))};
+      r->signal = sig;
+      r->api_in_flight = t.inflight_api;
+      r->pad = 0;
+      r->ticks = now_ticks();
+      r->in_flight_start_ticks = t.inflight_start;
+      commit(t, sizeof(trace::CrashRecord));
+    }
+    trace::FileHeader* hdr = g_trace.hdr;
+    fill_anchor(&hdr->end);
+    hdr->end_signal = sig;
+    __atomic_store_n(&hdr->state, uint32_t(trace::FileState::kSignaled), __ATOMIC_RELEASE);
+  }
+  sigaction(sig, &old, nullptr);
+  if (info == nullptr || info->si_code <= 0 || sig == SIGABRT) raise(sig);
+  errno = saved_errno;
+  // A fault raised by an instruction happens again on return, now with the old disposition.
+}
+
+// Runs at exit (and in a forked child that exits). Events after this point are still recorded.
+__attribute__((destructor)) void finalize_at_exit() {
+  if (!trace_is_ours()) return;
+  trace::FileHeader* hdr = g_trace.hdr;
+  fill_anchor(&hdr->end);
+  uint32_t expected = uint32_t(trace::FileState::kRecording);
+  __atomic_compare_exchange_n(&hdr->state, &expected, uint32_t(trace::FileState::kExited), false,
+                              __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+  uint64_t dropped = __atomic_load_n(&hdr->stats[trace::kStatDroppedEvents], __ATOMIC_RELAXED);
+  uint64_t missing = __atomic_load_n(&hdr->stats[trace::kStatMissingSymbols], __ATOMIC_RELAXED);
+  if ((dropped != 0 || missing != 0) && !g_config.quiet) {
+    fprintf(stderr, "cuprobe: %llu events dropped (trace size limit or full disk), %llu calls without a real function; trace: %s\n",
+            (unsigned long long)dropped, (unsigned long long)missing, g_trace.path);
+  }
+}
+
+// Makes CUPROBE_OUT absolute before the program can change directory, so that this process,
+// its children and exec'd programs all write into the same run directory.
+__attribute__((constructor)) void configure_at_load() {
+  configure();
+  const char* out = getenv("CUPROBE_OUT");
+  if (out != nullptr && *out != 0 && out[0] != '/') {
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd) != nullptr) {
+      char abs[8192];
+      snprintf(abs, sizeof abs, "%s/%s", cwd, out);
+      setenv("CUPROBE_OUT", abs, 1);
+      copy_str(g_config.out_dir, sizeof g_config.out_dir, abs);
+    }
+  }
+}
+
+}  // namespace
+
+Mode configure() {
+  pthread_once(&g_config_once, do_configure);
+  return __atomic_load_n(&g_mode, __ATOMIC_ACQUIRE);
+}
+
+char* reserve_slow(ThreadState& t, uint32_t bytes) {
+  if (!recording_on()) return nullptr;
+  uint32_t gen = __atomic_load_n(&g_generation, __ATOMIC_ACQUIRE);
+  bool meta = &t == &g_meta;
+  if (t.generation != gen) {
+    if (!ensure_started(gen)) return nullptr;
+    t.tid = meta ? trace::kMetaTid : uint32_t(syscall(SYS_gettid));
+    t.chunk = nullptr;
+    t.pos = 0;
+    t.seq = 0;
+    t.device = -1;
+    t.device_probed = 0;
+    t.inflight_api = trace::kNoApi;
+    if (!meta) pthread_setspecific(g_thread_key, reinterpret_cast<void*>(1));
+    t.generation = gen;
+  }
+  if (bytes > trace::kChunkDataSize) {
+    count_stat(trace::kStatDroppedEvents);
+    return nullptr;
+  }
+  if (t.chunk != nullptr && t.pos + bytes <= trace::kChunkDataSize) return chunk_data(t.chunk) + t.pos;
+  trace::ChunkHeader* c = claim_chunk(t.tid, t.seq);
+  if (c == nullptr) {
+    count_stat(trace::kStatDroppedEvents);
+    return nullptr;
+  }
+  t.chunk = c;
+  t.pos = 0;
+  t.seq++;
+  return chunk_data(c);
+}
+
+void count_stat(trace::Stat stat, uint64_t n) {
+  trace::FileHeader* hdr = __atomic_load_n(&g_trace.hdr, __ATOMIC_ACQUIRE);
+  __atomic_fetch_add(hdr ? &hdr->stats[stat] : &g_early_stats[stat], n, __ATOMIC_RELAXED);
+}
+
+void set_stat_max(trace::Stat stat, uint64_t value) {
+  trace::FileHeader* hdr = __atomic_load_n(&g_trace.hdr, __ATOMIC_ACQUIRE);
+  uint64_t* p = hdr ? &hdr->stats[stat] : &g_early_stats[stat];
+  uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (cur < value && !__atomic_compare_exchange_n(p, &cur, value, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+MetaWriter::MetaWriter() { pthread_mutex_lock(&g_meta_mutex); }
+MetaWriter::~MetaWriter() { pthread_mutex_unlock(&g_meta_mutex); }
+char* MetaWriter::reserve(uint32_t bytes) { return shim::reserve(g_meta, bytes); }
+void MetaWriter::commit(uint32_t bytes) { shim::commit(g_meta, bytes); }
+
+uint32_t intern_string(const char* s) {
+  if (s == nullptr) return 0;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  size_t len = 0;
+  for (const char* p = s; *p; ++p, ++len) h = (h ^ uint8_t(*p)) * 1099511628211ull;
+  if (h == 0) h = 1;
+  if (len > 4000) len = 4000;
+  MetaWriter w;
+  uint32_t slot = uint32_t(h % kInternSlots);
+  for (uint32_t probe = 0; probe < kInternSlots; ++probe, slot = (slot + 1) % kInternSlots) {
+    if (g_intern[slot].hash == h) return g_intern[slot].id;
+    if (g_intern[slot].hash == 0) break;
+  }
+  uint32_t id = g_next_string_id++;
+  uint32_t size = trace::align8(uint32_t(sizeof(trace::StringRecord) + len));
+  if (char* p = w.reserve(size)) {
+    auto* r = reinterpret_cast<trace::StringRecord*>(p);
+    r->h = trace::RecordHeader{uint16_t(trace::RecordType::kString), 0, size};
+    r->id = id;
+    r->len = uint32_t(len);
+    memcpy(r->text, s, len);
+    w.commit(size);
+  }
+  if (g_intern[slot].hash == 0) g_intern[slot] = InternSlot{h, id};
+  return id;
+}
+
+void write_property(trace::Property key, int64_t value) {
+  MetaWriter w;
+  constexpr uint32_t kSize = sizeof(trace::PropertyRecord);
+  if (char* p = w.reserve(kSize)) {
+    auto* r = reinterpret_cast<trace::PropertyRecord*>(p);
+    r->h = trace::RecordHeader{uint16_t(trace::RecordType::kProperty), 0, kSize};
+    r->key = uint32_t(key);
+    r->pad = 0;
+    r->value = value;
+    w.commit(kSize);
+  }
+}
+
+const char* trace_path() { return g_trace.path; }
+
+}  // namespace cuprobe::shim

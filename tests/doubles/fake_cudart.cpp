@@ -1,0 +1,383 @@
+// Test double of libcudart.so.13 (same soname and symbol version), generated from the shim's
+// hook table so that every hooked function exists here with the vendor's signature.
+//
+// Behaviour, controlled through the environment so that programs run under the shim need no
+// test-specific code:
+//   FAKECUDA_DEVICES=N        device count (default 2)
+//   FAKECUDA_MEM=BYTES        memory per device (default 80 GiB); allocations beyond it fail
+//                             with cudaErrorMemoryAllocation, as the real runtime does
+//   FAKECUDA_FAIL=API:CODE[:NTH[:TIMES]],...
+//                             the NTH call (1-based, default 1) of API and the TIMES-1 calls
+//                             after it (default 1) return CODE without doing anything
+//   FAKECUDA_DELAY_US=API:US,...  each call of API first sleeps US microseconds
+//   FAKECUDA_FLAVOR           compiled in (-DFAKECUDA_FLAVOR=N): cudaRuntimeGetVersion returns
+//                             13000 + N, so tests can tell two copies apart
+// Errors are sticky per thread the way the runtime reports them: cudaGetLastError returns and
+// clears the last error, cudaPeekAtLastError returns it.
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "api.h"
+
+#ifndef FAKECUDA_FLAVOR
+#define FAKECUDA_FLAVOR 0
+#endif
+
+namespace fake {
+
+using cuprobe::ApiId;
+using cuprobe::kApiCount;
+
+struct Script {
+  int code;
+  uint64_t nth;
+  uint64_t times;
+};
+
+struct State {
+  int devices = 2;
+  uint64_t mem = 80ull << 30;
+  std::vector<Script> fail[kApiCount];
+  uint64_t delay_us[kApiCount] = {};
+  std::atomic<uint64_t> calls[kApiCount] = {};
+  std::mutex mu;
+  std::unordered_map<uintptr_t, std::pair<int, uint64_t>> allocations;  // ptr -> (device, size)
+  uint64_t live[64] = {};
+  uintptr_t next_addr = 0x7f0000000000ull;
+  std::atomic<uintptr_t> next_handle{0x1000};
+};
+
+int api_by_name(const std::string& name) {
+  for (int i = 0; i < kApiCount; ++i) {
+    if (name == cuprobe::kApis[i].name) return i;
+  }
+  return -1;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(sep, start);
+    if (end == std::string::npos) end = s.size();
+    out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+State& state() {
+  static State* s = [] {
+    auto* st = new State();
+    if (const char* v = std::getenv("FAKECUDA_DEVICES")) st->devices = std::atoi(v);
+    if (const char* v = std::getenv("FAKECUDA_MEM")) st->mem = std::strtoull(v, nullptr, 10);
+    if (const char* v = std::getenv("FAKECUDA_FAIL")) {
+      for (const auto& item : split(v, ',')) {
+        auto parts = split(item, ':');
+        int id = parts.size() >= 2 ? api_by_name(parts[0]) : -1;
+        if (id < 0) continue;
+        Script sc{std::atoi(parts[1].c_str()), parts.size() > 2 ? std::strtoull(parts[2].c_str(), nullptr, 10) : 1,
+                  parts.size() > 3 ? std::strtoull(parts[3].c_str(), nullptr, 10) : 1};
+        st->fail[id].push_back(sc);
+      }
+    }
+    if (const char* v = std::getenv("FAKECUDA_DELAY_US")) {
+      for (const auto& item : split(v, ',')) {
+        auto parts = split(item, ':');
+        int id = parts.size() == 2 ? api_by_name(parts[0]) : -1;
+        if (id >= 0) st->delay_us[id] = std::strtoull(parts[1].c_str(), nullptr, 10);
+      }
+    }
+    return st;
+  }();
+  return *s;
+}
+
+thread_local int t_device = 0;
+thread_local cudaError_t t_last_error = cudaSuccess;
+
+cudaError_t set_error(cudaError_t r) {
+  if (r != cudaSuccess && r != cudaErrorNotReady) t_last_error = r;
+  return r;
+}
+
+// Scripted failure or delay for this call; cudaSuccess means "behave normally".
+cudaError_t scripted(ApiId id) {
+  State& s = state();
+  uint64_t n = s.calls[int(id)].fetch_add(1) + 1;
+  if (s.delay_us[int(id)]) std::this_thread::sleep_for(std::chrono::microseconds(s.delay_us[int(id)]));
+  for (const Script& sc : s.fail[int(id)]) {
+    if (n >= sc.nth && n < sc.nth + sc.times) return cudaError_t(sc.code);
+  }
+  return cudaSuccess;
+}
+
+void* new_handle() { return reinterpret_cast<void*>(state().next_handle.fetch_add(16)); }
+
+cudaError_t allocate(void** out, size_t size) {
+  if (out == nullptr) return cudaErrorInvalidValue;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.live[t_device] + size > s.mem) return cudaErrorMemoryAllocation;
+  uintptr_t p = s.next_addr;
+  s.next_addr += (size + 511) & ~uintptr_t(511);
+  if (size == 0) s.next_addr += 512;
+  s.allocations[p] = {t_device, size};
+  s.live[t_device] += size;
+  *out = reinterpret_cast<void*>(p);
+  return cudaSuccess;
+}
+
+cudaError_t release(void* ptr) {
+  if (ptr == nullptr) return cudaSuccess;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.allocations.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == s.allocations.end()) return cudaErrorInvalidValue;
+  s.live[it->second.first] -= it->second.second;
+  s.allocations.erase(it);
+  return cudaSuccess;
+}
+
+std::unordered_map<cudaEvent_t, std::chrono::steady_clock::time_point>& event_times() {
+  static auto* m = new std::unordered_map<cudaEvent_t, std::chrono::steady_clock::time_point>();
+  return *m;
+}
+
+void dummy_driver_function() {}
+
+// Default behaviour: succeed and do nothing. Specializations model what tests depend on.
+template <ApiId kSig>
+struct Behave {
+  template <typename... A>
+  static cudaError_t run(A...) {
+    return cudaSuccess;
+  }
+};
+
+template <>
+struct Behave<ApiId::cudaMalloc> {
+  static cudaError_t run(void** p, size_t size) { return allocate(p, size); }
+};
+template <>
+struct Behave<ApiId::cudaMallocAsync> {
+  static cudaError_t run(void** p, size_t size, cudaStream_t) { return allocate(p, size); }
+};
+template <>
+struct Behave<ApiId::cudaMallocFromPoolAsync> {
+  static cudaError_t run(void** p, size_t size, cudaMemPool_t, cudaStream_t) { return allocate(p, size); }
+};
+template <>
+struct Behave<ApiId::cudaMallocManaged> {
+  static cudaError_t run(void** p, size_t size, unsigned) { return allocate(p, size); }
+};
+template <>
+struct Behave<ApiId::cudaMallocPitch> {
+  static cudaError_t run(void** p, size_t* pitch, size_t width, size_t height) {
+    size_t pt = (width + 511) & ~size_t(511);
+    if (pitch) *pitch = pt;
+    return allocate(p, pt * height);
+  }
+};
+template <>
+struct Behave<ApiId::cudaMalloc3D> {
+  static cudaError_t run(cudaPitchedPtr* pp, cudaExtent e) {
+    size_t pt = (e.width + 511) & ~size_t(511);
+    void* p = nullptr;
+    cudaError_t r = allocate(&p, pt * (e.height ? e.height : 1) * (e.depth ? e.depth : 1));
+    if (r == cudaSuccess && pp) *pp = cudaPitchedPtr{p, pt, e.width, e.height};
+    return r;
+  }
+};
+template <>
+struct Behave<ApiId::cudaFree> {
+  static cudaError_t run(void* p) { return release(p); }
+};
+template <>
+struct Behave<ApiId::cudaFreeAsync> {
+  static cudaError_t run(void* p, cudaStream_t) { return release(p); }
+};
+template <>
+struct Behave<ApiId::cudaMallocHost> {
+  static cudaError_t run(void** p, size_t size) {
+    *p = std::malloc(size ? size : 1);
+    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+  }
+};
+template <>
+struct Behave<ApiId::cudaHostAlloc> {
+  static cudaError_t run(void** p, size_t size, unsigned) { return Behave<ApiId::cudaMallocHost>::run(p, size); }
+};
+template <>
+struct Behave<ApiId::cudaFreeHost> {
+  static cudaError_t run(void* p) {
+    std::free(p);
+    return cudaSuccess;
+  }
+};
+template <>
+struct Behave<ApiId::cudaMemGetInfo> {
+  static cudaError_t run(size_t* free_bytes, size_t* total) {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (free_bytes) *free_bytes = s.mem - s.live[t_device];
+    if (total) *total = s.mem;
+    return cudaSuccess;
+  }
+};
+template <>
+struct Behave<ApiId::cudaSetDevice> {
+  static cudaError_t run(int d) {
+    if (d < 0 || d >= state().devices) return cudaErrorInvalidDevice;
+    t_device = d;
+    return cudaSuccess;
+  }
+};
+template <>
+struct Behave<ApiId::cudaGetDevice> {
+  static cudaError_t run(int* d) {
+    if (d) *d = t_device;
+    return cudaSuccess;
+  }
+};
+template <>
+struct Behave<ApiId::cudaGetDeviceCount> {
+  static cudaError_t run(int* n) {
+    if (n) *n = state().devices;
+    return cudaSuccess;
+  }
+};
+template <>
+struct Behave<ApiId::cudaEventCreate> {
+  static cudaError_t run(cudaEvent_t* e) {
+    *e = static_cast<cudaEvent_t>(new_handle());
+    return cudaSuccess;
+  }
+};
+template <>
+struct Behave<ApiId::cudaEventCreateWithFlags> {
+  static cudaError_t run(cudaEvent_t* e, unsigned) { return Behave<ApiId::cudaEventCreate>::run(e); }
+};
+template <>
+struct Behave<ApiId::cudaEventRecord> {
+  static cudaError_t run(cudaEvent_t e, cudaStream_t) {
+    std::lock_guard<std::mutex> lock(state().mu);
+    event_times()[e] = std::chrono::steady_clock::now();
+    return cudaSuccess;
+  }
+};
+template <>
+struct Behave<ApiId::cudaEventRecordWithFlags> {
+  static cudaError_t run(cudaEvent_t e, cudaStream_t s, unsigned) { return Behave<ApiId::cudaEventRecord>::run(e, s); }
+};
+template <>
+struct Behave<ApiId::cudaEventElapsedTime> {
+  static cudaError_t run(float* ms, cudaEvent_t a, cudaEvent_t b) {
+    std::lock_guard<std::mutex> lock(state().mu);
+    auto& times = event_times();
+    if (!times.count(a) || !times.count(b)) return cudaErrorInvalidResourceHandle;
+    *ms = std::chrono::duration<float, std::milli>(times[b] - times[a]).count();
+    return cudaSuccess;
+  }
+};
+template <>
+struct Behave<ApiId::cudaStreamCreate> {
+  static cudaError_t run(cudaStream_t* s) {
+    *s = static_cast<cudaStream_t>(new_handle());
+    return cudaSuccess;
+  }
+};
+template <>
+struct Behave<ApiId::cudaStreamCreateWithFlags> {
+  static cudaError_t run(cudaStream_t* s, unsigned) { return Behave<ApiId::cudaStreamCreate>::run(s); }
+};
+template <>
+struct Behave<ApiId::cudaStreamCreateWithPriority> {
+  static cudaError_t run(cudaStream_t* s, unsigned, int) { return Behave<ApiId::cudaStreamCreate>::run(s); }
+};
+template <>
+struct Behave<ApiId::cudaGetLastError> {
+  static cudaError_t run() {
+    cudaError_t r = t_last_error;
+    t_last_error = cudaSuccess;
+    return r;
+  }
+};
+template <>
+struct Behave<ApiId::cudaPeekAtLastError> {
+  static cudaError_t run() { return t_last_error; }
+};
+template <>
+struct Behave<ApiId::cudaGetDriverEntryPoint> {
+  static cudaError_t run(const char*, void** fn, unsigned long long, cudaDriverEntryPointQueryResult* st) {
+    if (fn) *fn = reinterpret_cast<void*>(&dummy_driver_function);
+    if (st) *st = cudaDriverEntryPointSuccess;
+    return cudaSuccess;
+  }
+};
+template <>
+struct Behave<ApiId::cudaGetDriverEntryPointByVersion> {
+  static cudaError_t run(const char* sym, void** fn, unsigned, unsigned long long flags,
+                         cudaDriverEntryPointQueryResult* st) {
+    return Behave<ApiId::cudaGetDriverEntryPoint>::run(sym, fn, flags, st);
+  }
+};
+template <>
+struct Behave<ApiId::cudaGetDeviceProperties> {
+  static cudaError_t run(cudaDeviceProp* p, int d) {
+    if (d < 0 || d >= state().devices) return cudaErrorInvalidDevice;
+    std::memset(p, 0, sizeof *p);
+    std::snprintf(p->name, sizeof p->name, "cuprobe test double %d", FAKECUDA_FLAVOR);
+    p->totalGlobalMem = state().mem;
+    p->major = 9;
+    p->minor = 0;
+    p->multiProcessorCount = 132;
+    for (int i = 0; i < 16; ++i) p->uuid.bytes[i] = char(0x10 * d + i);
+    p->pciBusID = 0x18 + d;
+    return cudaSuccess;
+  }
+};
+template <>
+struct Behave<ApiId::cudaRuntimeGetVersion> {
+  static cudaError_t run(int* v) {
+    *v = 13000 + FAKECUDA_FLAVOR;
+    return cudaSuccess;
+  }
+};
+template <>
+struct Behave<ApiId::cudaDriverGetVersion> {
+  static cudaError_t run(int* v) {
+    *v = 13000;
+    return cudaSuccess;
+  }
+};
+
+}  // namespace fake
+
+// cudaGetLastError/cudaPeekAtLastError report the sticky error; they never set it.
+#define FAKECUDA_DEFINE(ret, name, sig, params, args, api_flags)                                \
+  extern "C" __attribute__((visibility("default"))) ret name params {                         \
+    if (cudaError_t r = fake::scripted(cuprobe::ApiId::name); r != cudaSuccess) {             \
+      return fake::set_error(r);                                                              \
+    }                                                                                         \
+    cudaError_t r = fake::Behave<cuprobe::ApiId::sig>::run args;                              \
+    return (cuprobe::api_static(cuprobe::ApiId::name).flags & cuprobe::trace::kApiError) ? r \
+                                                                                         : fake::set_error(r); \
+  }
+CUPROBE_CUDART_HOOKS(FAKECUDA_DEFINE)
+
+// For tests: how many times the program's calls of `api` reached this library.
+extern "C" __attribute__((visibility("default"))) unsigned long long fakecuda_calls(const char* api) {
+  int id = fake::api_by_name(api);
+  return id < 0 ? 0 : fake::state().calls[id].load();
+}

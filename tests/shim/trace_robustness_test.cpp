@@ -1,0 +1,223 @@
+// The trace under stress and abuse: many threads, SIGKILL, fatal signals, fork and exec, the
+// size limit, file permissions, and readers given broken files.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "support/run.h"
+#include "trace/reader.h"
+
+namespace cuprobe::test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::vector<std::string> trace_files(const std::string& dir) {
+  auto files = reader::find_trace_files(dir);
+  return files ? *files : std::vector<std::string>{};
+}
+
+TEST(TraceRobustness, SixteenThreadsTimesHundredThousandCallsGiveExactlyThatManyEvents) {
+  std::string dir = fresh_dir("storm");
+  RunResult r = record(dir, {program("thread_storm"), "16", "100000"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto files = trace_files(dir);
+  ASSERT_EQ(files.size(), 1u);
+  auto t = reader::TraceFile::open(files[0]);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ((*t)->call_records(), 1600000u);
+  EXPECT_EQ((*t)->stat(trace::kStatDroppedEvents), 0u);
+  EXPECT_TRUE((*t)->diagnostics().empty());
+  std::map<uint32_t, uint64_t> per_thread;
+  uint64_t prev = 0;
+  bool ordered = true;
+  (*t)->for_each_event([&](const reader::Event& e) {
+    per_thread[e.tid]++;
+    ordered = ordered && e.ts_ns >= prev;
+    prev = e.ts_ns;
+  });
+  EXPECT_TRUE(ordered);
+  ASSERT_EQ(per_thread.size(), 16u);
+  for (const auto& [tid, n] : per_thread) EXPECT_EQ(n, 100000u) << "thread " << tid;
+}
+
+TEST(TraceRobustness, SigkillLeavesATraceReadableUpToItsLastEvent) {
+  std::string dir = fresh_dir("sigkill");
+  Env env = shim_env({{"LD_PRELOAD", std::string(CUPROBE_PRELOAD_FIRST).empty()
+                                         ? std::string(CUPROBE_SHIM_FILE)
+                                         : std::string(CUPROBE_PRELOAD_FIRST) + ":" + CUPROBE_SHIM_FILE},
+                      {"CUPROBE_OUT", dir}});
+  Child c = spawn({program("killable"), "3000"}, env);
+  ASSERT_GT(c.pid, 0);
+  EXPECT_EQ(c.read_line(60000), "ready 3000");
+  kill(c.pid, SIGKILL);
+  EXPECT_EQ(c.wait(), 128 + SIGKILL);
+  auto files = trace_files(dir);
+  ASSERT_EQ(files.size(), 1u);
+  auto t = reader::TraceFile::open(files[0]);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ((*t)->state(), trace::FileState::kRecording);
+  EXPECT_GE((*t)->call_records(), 6000u);
+  EXPECT_TRUE((*t)->diagnostics().empty());
+  auto lines = dump(dir);
+  EXPECT_EQ(of_type(lines, "process")[0]["state"], "incomplete");
+  EXPECT_GE(of_type(lines, "call", "cudaMalloc").size(), 3000u);
+}
+
+TEST(TraceRobustness, SegfaultFinalizesTheTraceAndStillKillsTheProcess) {
+  // AddressSanitizer owns SIGSEGV in a sanitized build: it reports and exits with status 1.
+  if (CUPROBE_SANITIZED) GTEST_SKIP() << "AddressSanitizer handles SIGSEGV itself";
+  std::string dir = fresh_dir("segv");
+  RunResult r = record(dir, {program("crasher"), "segv"});
+  EXPECT_EQ(r.status, 128 + SIGSEGV) << r.err;
+  EXPECT_NE(r.err.find("killed by SIGSEGV"), std::string::npos) << r.err;
+  auto lines = dump(dir);
+  auto p = of_type(lines, "process");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0]["state"], "signaled");
+  EXPECT_EQ(p[0]["signal"], SIGSEGV);
+  EXPECT_EQ(of_type(lines, "call").size(), 2u);
+  auto crash = of_type(lines, "crash");
+  ASSERT_EQ(crash.size(), 1u);
+  EXPECT_EQ(crash[0]["signal"], SIGSEGV);
+}
+
+TEST(TraceRobustness, AbortFinalizesTheTraceAndStillAborts) {
+  std::string dir = fresh_dir("abort");
+  RunResult r = record(dir, {program("crasher"), "abort"});
+  EXPECT_EQ(r.status, 128 + SIGABRT) << r.err;
+  auto p = of_type(dump(dir), "process");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0]["state"], "signaled");
+  EXPECT_EQ(p[0]["signal"], SIGABRT);
+}
+
+TEST(TraceRobustness, ForkAndExecChildrenWriteTheirOwnFiles) {
+  std::string dir = fresh_dir("fork");
+  RunResult r = record(dir, {program("forker")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto lines = dump(dir);
+  auto procs = of_type(lines, "process");
+  ASSERT_EQ(procs.size(), 3u);
+  // Allocation sizes tell the three apart: 1000 parent, 2000 forked child, 3000 exec'd program.
+  std::map<uint64_t, std::set<uint64_t>> sizes_by_file;
+  std::map<uint64_t, int> calls_by_size;
+  std::set<std::string> files;
+  for (const auto& c : of_type(lines, "call", "cudaMalloc")) calls_by_size[c["size"]]++;
+  EXPECT_EQ(calls_by_size[1000], 2);
+  EXPECT_EQ(calls_by_size[2000], 2);
+  EXPECT_EQ(calls_by_size[3000], 3);
+  std::set<uint64_t> pids;
+  std::multiset<std::string> states;
+  for (const auto& p : procs) {
+    pids.insert(p["pid"].get<uint64_t>());
+    files.insert(p["file"].get<std::string>());
+    states.insert(p["state"].get<std::string>());
+  }
+  // The forked child's file ends where it exec'd; the exec'd program continues in a new file.
+  EXPECT_EQ(states, (std::multiset<std::string>{"exited", "exited", "exec"}));
+  EXPECT_EQ(pids.size(), 2u);  // exec keeps the pid of the forked child
+  EXPECT_EQ(files.size(), 3u);
+  // Each file holds only its own process's calls: the parent's 4 calls, the child's 4, 6 exec'd.
+  std::multiset<size_t> per_file;
+  for (const auto& f : files) {
+    auto t = reader::TraceFile::open(f);
+    ASSERT_TRUE(t);
+    per_file.insert((*t)->call_records());
+  }
+  EXPECT_EQ(per_file, (std::multiset<size_t>{4, 4, 6}));
+}
+
+TEST(TraceRobustness, SizeLimitDropsAndCountsInsteadOfBlocking) {
+  std::string dir = fresh_dir("limit");
+  RunResult r = record(dir, {program("thread_storm"), "1", "100000"}, {}, {"--max-mb", "1"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("events were dropped"), std::string::npos) << r.err;
+  auto files = trace_files(dir);
+  ASSERT_EQ(files.size(), 1u);
+  auto t = reader::TraceFile::open(files[0]);
+  ASSERT_TRUE(t);
+  uint64_t dropped = (*t)->stat(trace::kStatDroppedEvents);
+  EXPECT_GT(dropped, 0u);
+  EXPECT_EQ((*t)->stat(trace::kStatTraceLimitHit), 1u);
+  EXPECT_EQ((*t)->call_records() + dropped, 100000u);
+  EXPECT_LE(fs::file_size(files[0]), (1u << 20) + trace::kFileHeaderSize);
+}
+
+TEST(TraceRobustness, TraceFilesArePrivateAndTheRunDirectoryIsCreated) {
+  std::string dir = fresh_dir("perm") + "/nested/run";
+  RunResult r = record(dir, {program("crasher"), "abort"});
+  auto files = trace_files(dir);
+  ASSERT_EQ(files.size(), 1u);
+  struct stat st {};
+  ASSERT_EQ(stat(files[0].c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST(TraceRobustness, RunDirectoryThatIsAnotherUsersSymlinkIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to make a symlink owned by another user";
+  std::string base = fresh_dir("symlink");
+  std::string target = base + "/target";
+  std::string link = base + "/link";
+  fs::create_directories(target);
+  fs::create_symlink(target, link);
+  ASSERT_EQ(lchown(link.c_str(), 65534, 65534), 0);
+  Env env = shim_env({{"LD_PRELOAD", std::string(CUPROBE_PRELOAD_FIRST).empty()
+                                         ? std::string(CUPROBE_SHIM_FILE)
+                                         : std::string(CUPROBE_PRELOAD_FIRST) + ":" + CUPROBE_SHIM_FILE},
+                      {"CUPROBE_OUT", link}});
+  RunResult r = run({program("exercise_cudart")}, env);
+  EXPECT_EQ(r.status, 0);  // the job runs on untraced
+  EXPECT_NE(r.err.find("symbolic link owned by another user"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_empty(target));
+}
+
+TEST(TraceRobustness, DumpReportsUnreadableInputAndExitsTwoOnlyWhenNothingIsReadable) {
+  std::string dir = fresh_dir("broken");
+  RunResult missing = run({CUPROBE_BIN, "dump", dir + "/nope"});
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("no such file or directory"), std::string::npos) << missing.err;
+
+  RunResult empty = run({CUPROBE_BIN, "dump", dir});
+  EXPECT_EQ(empty.status, 2);
+  EXPECT_NE(empty.err.find("no trace files"), std::string::npos) << empty.err;
+
+  std::string junk = dir + "/junk.cuprobe";
+  std::ofstream(junk) << std::string(100000, 'x');
+  RunResult bad = run({CUPROBE_BIN, "dump", junk});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("not a cuprobe trace"), std::string::npos) << bad.err;
+}
+
+TEST(TraceRobustness, TruncatedTraceIsReadUpToWhereItStops) {
+  std::string dir = fresh_dir("truncated");
+  RunResult r = record(dir, {program("thread_storm"), "1", "20000"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto files = trace_files(dir);
+  ASSERT_EQ(files.size(), 1u);
+  uint64_t full = 0;
+  {
+    auto t = reader::TraceFile::open(files[0]);
+    ASSERT_TRUE(t);
+    full = (*t)->call_records();
+  }
+  // Cut the file in the middle of its third chunk.
+  fs::resize_file(files[0], trace::kFileHeaderSize + 2 * trace::kChunkSize + 1000);
+  RunResult d = run({CUPROBE_BIN, "dump", files[0]});
+  EXPECT_EQ(d.status, 0);
+  EXPECT_NE(d.err.find("truncated"), std::string::npos) << d.err;
+  auto t = reader::TraceFile::open(files[0]);
+  ASSERT_TRUE(t);
+  EXPECT_GT((*t)->call_records(), 1000u);
+  EXPECT_LT((*t)->call_records(), full);
+}
+
+}  // namespace
+}  // namespace cuprobe::test

@@ -1,0 +1,54 @@
+// Helpers for tests that run real programs under the shim: spawn with extra environment,
+// capture output, record through `cuprobe record`, and read the result back as `cuprobe dump`
+// JSON lines or through the reader library.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace cuprobe::test {
+
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+struct RunResult {
+  int status = -1;  // exit code, or 128+signal
+  std::string out;
+  std::string err;
+};
+
+// Runs argv to completion with `env` added to this process's environment.
+RunResult run(const std::vector<std::string>& argv, const Env& env = {});
+
+// A child whose stdout is a pipe, for tests that act while it runs.
+struct Child {
+  pid_t pid = -1;
+  int out_fd = -1;
+  std::string read_line(int timeout_ms);  // "" on timeout or EOF
+  int wait();                             // exit code, or 128+signal
+};
+Child spawn(const std::vector<std::string>& argv, const Env& env = {});
+
+std::string program(const std::string& name);  // a test program's path
+std::string fresh_dir(const std::string& tag);  // an empty, unique directory under the test tmp
+
+// Environment every shim test needs (the sanitizer runtime first in LD_PRELOAD when the build
+// is sanitized), plus `extra`.
+Env shim_env(const Env& extra = {});
+
+// `cuprobe record -o DIR [opts] -- argv...`
+RunResult record(const std::string& dir, const std::vector<std::string>& argv, const Env& env = {},
+                 const std::vector<std::string>& opts = {});
+
+// `cuprobe dump PATH` parsed line by line (fails the test on a line that is not JSON).
+std::vector<nlohmann::json> dump(const std::string& path, const std::vector<std::string>& opts = {});
+
+// Lines of one type ("process", "call", "count", "crash"), optionally of one API.
+std::vector<nlohmann::json> of_type(const std::vector<nlohmann::json>& lines, const std::string& type,
+                                    const std::string& api = "");
+
+}  // namespace cuprobe::test
