@@ -164,7 +164,7 @@ TEST(CudartCapture, RealRuntimeWithoutGpuRecordsEveryCallWithItsError) {
 
 TEST(CudartCapture, PrivatelyLoadedRuntimeIsTracedAndTheMappedCopyIsCalled) {
   std::string lib = program("libprivate_user.so");
-  Env lure = {{"LD_LIBRARY_PATH", CUPROBE_FAKE_DIR_B}};  // a by-name load would find flavor 2 here
+  Env lure = {{"LD_LIBRARY_PATH", fake_dir('b')}};  // a by-name load would find flavor 2 here
   RunResult plain = run({program("private_loader"), lib}, lure);
   ASSERT_EQ(plain.status, 0) << plain.err;
   EXPECT_EQ(plain.out, "rc 0 version 13001\n");

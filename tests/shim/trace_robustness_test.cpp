@@ -50,9 +50,7 @@ TEST(TraceRobustness, SixteenThreadsTimesHundredThousandCallsGiveExactlyThatMany
 
 TEST(TraceRobustness, SigkillLeavesATraceReadableUpToItsLastEvent) {
   std::string dir = fresh_dir("sigkill");
-  Env env = shim_env({{"LD_PRELOAD", std::string(CUPROBE_PRELOAD_FIRST).empty()
-                                         ? std::string(CUPROBE_SHIM_FILE)
-                                         : std::string(CUPROBE_PRELOAD_FIRST) + ":" + CUPROBE_SHIM_FILE},
+  Env env = shim_env({{"LD_PRELOAD", shim_preload()},
                       {"CUPROBE_OUT", dir}});
   Child c = spawn({program("killable"), "3000"}, env);
   ASSERT_GT(c.pid, 0);
@@ -169,9 +167,7 @@ TEST(TraceRobustness, RunDirectoryThatIsAnotherUsersSymlinkIsRefused) {
   fs::create_directories(target);
   fs::create_symlink(target, link);
   ASSERT_EQ(lchown(link.c_str(), 65534, 65534), 0);
-  Env env = shim_env({{"LD_PRELOAD", std::string(CUPROBE_PRELOAD_FIRST).empty()
-                                         ? std::string(CUPROBE_SHIM_FILE)
-                                         : std::string(CUPROBE_PRELOAD_FIRST) + ":" + CUPROBE_SHIM_FILE},
+  Env env = shim_env({{"LD_PRELOAD", shim_preload()},
                       {"CUPROBE_OUT", link}});
   RunResult r = run({program("exercise_cudart")}, env);
   EXPECT_EQ(r.status, 0);  // the job runs on untraced
@@ -181,17 +177,17 @@ TEST(TraceRobustness, RunDirectoryThatIsAnotherUsersSymlinkIsRefused) {
 
 TEST(TraceRobustness, DumpReportsUnreadableInputAndExitsTwoOnlyWhenNothingIsReadable) {
   std::string dir = fresh_dir("broken");
-  RunResult missing = run({CUPROBE_BIN, "dump", dir + "/nope"});
+  RunResult missing = run({cuprobe_bin(), "dump", dir + "/nope"});
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.err.find("no such file or directory"), std::string::npos) << missing.err;
 
-  RunResult empty = run({CUPROBE_BIN, "dump", dir});
+  RunResult empty = run({cuprobe_bin(), "dump", dir});
   EXPECT_EQ(empty.status, 2);
   EXPECT_NE(empty.err.find("no trace files"), std::string::npos) << empty.err;
 
   std::string junk = dir + "/junk.cuprobe";
   std::ofstream(junk) << std::string(100000, 'x');
-  RunResult bad = run({CUPROBE_BIN, "dump", junk});
+  RunResult bad = run({cuprobe_bin(), "dump", junk});
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("not a cuprobe trace"), std::string::npos) << bad.err;
 }
@@ -210,7 +206,7 @@ TEST(TraceRobustness, TruncatedTraceIsReadUpToWhereItStops) {
   }
   // Cut the file in the middle of its third chunk.
   fs::resize_file(files[0], trace::kFileHeaderSize + 2 * trace::kChunkSize + 1000);
-  RunResult d = run({CUPROBE_BIN, "dump", files[0]});
+  RunResult d = run({cuprobe_bin(), "dump", files[0]});
   EXPECT_EQ(d.status, 0);
   EXPECT_NE(d.err.find("truncated"), std::string::npos) << d.err;
   auto t = reader::TraceFile::open(files[0]);

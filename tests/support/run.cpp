@@ -127,7 +127,18 @@ int Child::wait() {
   return decode(status);
 }
 
-std::string program(const std::string& name) { return std::string(CUPROBE_PROGRAMS_DIR) + "/" + name; }
+std::string build_path(const std::string& relative) {
+  static const fs::path root = fs::read_symlink("/proc/self/exe").parent_path().parent_path();
+  return (root / relative).string();
+}
+std::string program(const std::string& name) { return build_path("tests/programs/" + name); }
+std::string cuprobe_bin() { return build_path("bin/cuprobe"); }
+std::string shim_file() { return build_path("lib/cuprobe/libcuprobe.so"); }
+std::string fake_dir(char flavor) { return build_path(std::string("tests/doubles/") + flavor); }
+std::string shim_preload() {
+  std::string first = CUPROBE_PRELOAD_FIRST;
+  return first.empty() ? shim_file() : first + ":" + shim_file();
+}
 
 std::string fresh_dir(const std::string& tag) {
   static std::atomic<int> counter{0};
@@ -152,7 +163,7 @@ Env shim_env(const Env& extra) {
 
 RunResult record(const std::string& dir, const std::vector<std::string>& argv, const Env& env,
                  const std::vector<std::string>& opts) {
-  std::vector<std::string> cmd = {CUPROBE_BIN, "record", "-o", dir};
+  std::vector<std::string> cmd = {cuprobe_bin(), "record", "-o", dir};
   cmd.insert(cmd.end(), opts.begin(), opts.end());
   cmd.push_back("--");
   cmd.insert(cmd.end(), argv.begin(), argv.end());
@@ -160,7 +171,7 @@ RunResult record(const std::string& dir, const std::vector<std::string>& argv, c
 }
 
 std::vector<nlohmann::json> dump(const std::string& path, const std::vector<std::string>& opts) {
-  std::vector<std::string> cmd = {CUPROBE_BIN, "dump"};
+  std::vector<std::string> cmd = {cuprobe_bin(), "dump"};
   cmd.insert(cmd.end(), opts.begin(), opts.end());
   cmd.push_back(path);
   RunResult r = run(cmd);
