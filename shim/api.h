@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "cuprobe/trace_format.h"
+#include "cudart_internal.h"
 #include "cudart_hooks.h"
 
 namespace cuprobe {

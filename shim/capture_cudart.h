@@ -164,6 +164,7 @@ struct Capture<ApiId::cudaSetDevice> {
     if (r == cudaSuccess) {
       w.thread().device = device;
       w.thread().device_probed = 1;
+      retarget_counts(w.thread());
     }
   }
 };
@@ -177,6 +178,7 @@ struct Capture<ApiId::cudaGetDevice> {
     if (ok) {
       w.thread().device = *device;
       w.thread().device_probed = 1;
+      retarget_counts(w.thread());
     }
   }
 };
@@ -410,6 +412,16 @@ struct Capture<ApiId::cudaLaunchKernelExC> {
     }
     capture_launch(w, func, config->gridDim, config->blockDim, config->dynamicSmemBytes);
     w.stream(config->stream);
+  }
+};
+
+template <>
+struct Capture<ApiId::__cudaLaunchKernel> {
+  static constexpr const char* kFields = kLaunchFields;
+  static void after(CallWriter& w, cudaError_t, cudaKernel_t kernel, dim3 grid, dim3 block, void**, size_t smem,
+                    cudaStream_t s) {
+    capture_launch(w, kernel, grid, block, smem);
+    w.stream(s);
   }
 };
 

@@ -1,6 +1,7 @@
 // The one list of CUDA runtime functions cuprobe intercepts.
 //
 // Each entry: X(return type, exported name, signature-of, (parameters), (arguments), flags).
+// Include cuda_runtime_api.h and cudart_internal.h before this file.
 // "signature-of" names the function whose declaration in cuda_runtime_api.h the entry must
 // match; it differs from the exported name only for the per-thread-default-stream variants
 // (_ptsz/_ptds), which the header does not declare unless CUDA_API_PER_THREAD_DEFAULT_STREAM is
@@ -58,7 +59,7 @@
     InitsDevice)                                                                                  \
   /* devices */                                                                                   \
   X(cudaError_t, cudaSetDevice, cudaSetDevice, (int device), (device), InitsDevice)               \
-  X(cudaError_t, cudaGetDevice, cudaGetDevice, (int* device), (device), 0)                        \
+  X(cudaError_t, cudaGetDevice, cudaGetDevice, (int* device), (device), Counted)                  \
   X(cudaError_t, cudaGetDeviceCount, cudaGetDeviceCount, (int* count), (count), 0)                \
   /* synchronization */                                                                           \
   X(cudaError_t, cudaDeviceSynchronize, cudaDeviceSynchronize, (void), (), Sync)                  \
@@ -159,6 +160,15 @@
   X(cudaError_t, cudaLaunchKernelExC_ptsz, cudaLaunchKernelExC,                                   \
     (const cudaLaunchConfig_t* config, const void* func, void** args), (config, func, args),      \
     Counted)                                                                                      \
+  /* what kernel<<<...>>> compiles to since CUDA 12 (declared in cudart_internal.h) */           \
+  X(cudaError_t, __cudaLaunchKernel, __cudaLaunchKernel,                                          \
+    (cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,             \
+     cudaStream_t stream),                                                                        \
+    (kernel, gridDim, blockDim, args, sharedMem, stream), Counted)                                \
+  X(cudaError_t, __cudaLaunchKernel_ptsz, __cudaLaunchKernel,                                     \
+    (cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,             \
+     cudaStream_t stream),                                                                        \
+    (kernel, gridDim, blockDim, args, sharedMem, stream), Counted)                                \
   /* queried by the shim for the process header; recorded like any call when the app calls */   \
   X(cudaError_t, cudaGetDeviceProperties, cudaGetDeviceProperties,                                \
     (struct cudaDeviceProp * prop, int device), (prop, device), 0)                                \

@@ -72,6 +72,10 @@ struct LibraryTraits;
 template <ApiId kApi, typename Fn>
 struct Interceptor;
 
+// Forwards a counted call when its count could not be taken on the fast path: sets the thread
+// up, learns its device once, or records the call as an event (CUPROBE_LAUNCH_EVENTS=1).
+void count_slow(ThreadState& t, int slot);
+
 template <ApiId kApi, typename Ret, typename... A>
 struct Interceptor<kApi, Ret (*)(A...)> {
   static constexpr const ApiStatic& kInfo = api_static(kApi);
@@ -80,85 +84,93 @@ struct Interceptor<kApi, Ret (*)(A...)> {
   using Cap = Capture<kSig>;
   static constexpr int kArgs = field_count(Cap::kFields);
   static_assert(kArgs <= trace::kMaxCallArgs);
-  static constexpr uint32_t kRecordSize = uint32_t(sizeof(trace::CallRecord) + 8 * kArgs);
+  static constexpr uint32_t kMaxSize = uint32_t(sizeof(trace::CallRecord) + 8 * (kArgs + 2));
+  static constexpr bool kCounted = (kInfo.flags & trace::kApiCounted) != 0;
 
   static Ret call(A... a) {
     using Fn = Ret (*)(A...);
     auto real = reinterpret_cast<Fn>(real_function(kApi));
     ThreadState& t = t_state;
     if (__builtin_expect(real == nullptr, 0)) return missing(t);
-    if (t.guard != 0 || !recording_on()) return real(a...);
-    if constexpr ((kInfo.flags & trace::kApiCounted) != 0) {
-      if (!g_launch_events) {
-        count(t);
+    if constexpr (kCounted) {
+      constexpr int kSlot = count_slot(kApi);
+      if (__builtin_expect(t.mode == kThreadReady && t.counts != nullptr && t.device >= 0, 1)) {
+        uint64_t* c = t.counts + kSlot * (trace::kCountDevices + 1);
+        __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
+        return real(a...);
+      }
+      if (!g_launch_events || t.mode == kThreadBusy) {
+        count_slow(t, kSlot);
         return real(a...);
       }
     }
-    t.guard = 1;
+    if (__builtin_expect(t.mode != kThreadReady, 0)) {
+      if (t.mode != kThreadUnset || thread_setup(t) != kThreadReady) return real(a...);
+    }
+    t.mode = kThreadBusy;
     t.inflight_api = uint16_t(kApi);
     uint64_t start = now_ticks();
     t.inflight_start = start;
     Ret ret = real(a...);
     uint64_t end = now_ticks();
     t.inflight_api = trace::kNoApi;
-    write(t, ret, start, end, a...);
-    t.guard = 0;
+    write(t, ret, start, end - start, a...);
+    t.mode = kThreadReady;
     return ret;
   }
 
  private:
-  static void write(ThreadState& t, Ret ret, uint64_t start, uint64_t end, A... a) {
-    uint64_t scratch[kArgs > 0 ? kArgs : 1];
-    char* p = reserve(t, kRecordSize);
+  static void write(ThreadState& t, Ret ret, uint64_t start, uint64_t dur, A... a) {
+    uint64_t scratch[kArgs + 2];
+    char* p = reserve(t, kMaxSize);
     auto* rec = reinterpret_cast<trace::CallRecord*>(p);
-    CallWriter w(t, rec ? rec->args : scratch);
+    // Records are appended to memory no one has written yet: ask for the lines a few records
+    // ahead now, so that later records do not wait for them (the chunk has a tail to spare).
+    __builtin_prefetch(p + 256, 1, 3);
+    uint64_t* tail = rec ? rec->tail : scratch;
+    CallWriter w(t, tail);
     Cap::after(w, ret, a...);
     int device = w.device_override() != CallWriter::kNoOverride ? w.device_override() : Traits::device(t);
     if constexpr ((kInfo.flags & trace::kApiInitsDevice) != 0) {
       if (Traits::ok(ret) && device >= 0) note_device(device);
     }
     if (rec == nullptr) return;
-    rec->h = trace::RecordHeader{uint16_t(trace::RecordType::kCall), uint16_t(kApi), kRecordSize};
+    int n = w.count();
+    uint8_t flags = 0;
+    if (w.has_stream()) {
+      tail[n++] = w.stream_value();
+      flags |= trace::kCallHasStream;
+    }
+    if (__builtin_expect(dur > 0xfffffffeull, 0)) {
+      tail[n++] = dur;
+      flags |= trace::kCallLongDuration;
+    }
+    uint32_t size = uint32_t(sizeof(trace::CallRecord)) + 8u * uint32_t(n);
+    rec->h = trace::RecordHeader{uint8_t(trace::RecordType::kCall), flags, uint16_t(size), uint16_t(kApi),
+                                 int16_t(device)};
     rec->ret = int32_t(ret);
-    rec->device = int16_t(device);
-    rec->flags = w.has_stream() ? trace::kCallHasStream : 0;
+    rec->dur_ticks = (flags & trace::kCallLongDuration) ? 0xffffffffu : uint32_t(dur);
     rec->start_ticks = start;
-    rec->dur_ticks = end - start;
-    rec->stream = w.stream_value();
-    commit(t, kRecordSize);
-  }
-
-  static void count(ThreadState& t) {
-    constexpr int kSlot = count_slot(kApi);
-    trace::ChunkHeader* c = counting_chunk(t);
-    if (__builtin_expect(c == nullptr, 0)) return;
-    int d = t.device;
-    if (__builtin_expect(d < 0, 0)) d = Traits::device(t);
-    unsigned slot = unsigned(d) < unsigned(trace::kCountDevices) ? unsigned(d) : unsigned(trace::kCountDevices);
-    uint64_t* counter = &c->counts[kSlot][slot];
-    __atomic_store_n(counter, *counter + 1, __ATOMIC_RELAXED);
+    commit(t, size);
   }
 
   // The real function is not there: answer with the library's error, count it, record it.
   static Ret missing(ThreadState& t) {
     Ret ret = Traits::kMissing;
     count_stat(trace::kStatMissingSymbols);
-    if (t.guard != 0 || !recording_on()) return ret;
-    t.guard = 1;
+    if (t.mode == kThreadUnset) thread_setup(t);
+    if (t.mode != kThreadReady) return ret;
+    t.mode = kThreadBusy;
     if (char* p = reserve(t, sizeof(trace::CallRecord))) {
       auto* rec = reinterpret_cast<trace::CallRecord*>(p);
-      uint64_t now = now_ticks();
-      rec->h = trace::RecordHeader{uint16_t(trace::RecordType::kCall), uint16_t(kApi),
-                                   uint32_t(sizeof(trace::CallRecord))};
+      rec->h = trace::RecordHeader{uint8_t(trace::RecordType::kCall), 0, uint16_t(sizeof(trace::CallRecord)),
+                                   uint16_t(kApi), int16_t(t.device)};
       rec->ret = int32_t(ret);
-      rec->device = int16_t(t.device);
-      rec->flags = 0;
-      rec->start_ticks = now;
       rec->dur_ticks = 0;
-      rec->stream = 0;
+      rec->start_ticks = now_ticks();
       commit(t, sizeof(trace::CallRecord));
     }
-    t.guard = 0;
+    t.mode = kThreadReady;
     return ret;
   }
 };

@@ -62,7 +62,7 @@ void write_process_info() {
   char* p = w.reserve(size);
   if (p == nullptr) return;
   auto* r = reinterpret_cast<trace::ProcessInfo*>(p);
-  r->h = trace::RecordHeader{uint16_t(trace::RecordType::kProcessInfo), 0, size};
+  r->h = trace::make_header(trace::RecordType::kProcessInfo, size);
   r->pid = uint32_t(getpid());
   r->ppid = uint32_t(getppid());
   r->rank = env_int(kRank);
@@ -93,7 +93,7 @@ void write_api_table() {
     char* p = w.reserve(size);
     if (p == nullptr) return;
     auto* r = reinterpret_cast<trace::ApiInfo*>(p);
-    r->h = trace::RecordHeader{uint16_t(trace::RecordType::kApiInfo), uint16_t(id), size};
+    r->h = trace::make_header(trace::RecordType::kApiInfo, size, uint16_t(id));
     r->library = uint16_t(a.library);
     r->name_len = uint16_t(name_len);
     r->flags = a.flags;
@@ -146,7 +146,7 @@ void note_device(int device) {
   if (p == nullptr) return;
   auto* r = reinterpret_cast<trace::DeviceInfo*>(p);
   memset(r, 0, kSize);
-  r->h = trace::RecordHeader{uint16_t(trace::RecordType::kDeviceInfo), 0, kSize};
+  r->h = trace::make_header(trace::RecordType::kDeviceInfo, kSize);
   r->index = device;
   r->cc_major = props.major;
   r->cc_minor = props.minor;
@@ -166,7 +166,10 @@ int current_device(ThreadState& t) {
   using GetDeviceFn = cudaError_t (*)(int*);
   auto fn = reinterpret_cast<GetDeviceFn>(real_function(ApiId::cudaGetDevice));
   int d = -1;
-  if (fn != nullptr && fn(&d) == cudaSuccess) t.device = d;
+  if (fn != nullptr && fn(&d) == cudaSuccess) {
+    t.device = d;
+    retarget_counts(t);
+  }
   return t.device;
 }
 

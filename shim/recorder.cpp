@@ -23,8 +23,6 @@
 namespace cuprobe::shim {
 
 __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
-Mode g_mode = Mode::kUnconfigured;
-uint32_t g_generation = 1;
 bool g_launch_events = false;
 
 namespace {
@@ -46,6 +44,7 @@ struct Config {
 // page of a shared mapping costs 6-10 us in the VMs measured (docs/performance.md), which
 // would otherwise land on the traced thread once every ~80 records.
 constexpr uint32_t kPrefaultAhead = 32;
+constexpr int kMadvPopulateWrite = 23;  // MADV_POPULATE_WRITE, absent from older headers
 
 struct Segment {
   char* base;
@@ -65,11 +64,13 @@ struct ProcessTrace {
   uint32_t prefaulted;         // atomic: chunks [0, prefaulted) are mapped and touched
   uint32_t helper_wake;        // futex word: bumped to wake the helper
   uint32_t helper_running;     // a helper thread serves this process's file
-  uint32_t started_generation;  // generation the file belongs to; 0 = none
-  uint32_t failed_generation;   // generation for which creating the file failed
+  uint32_t started;  // atomic: the file exists and is mapped
+  uint32_t failed;   // atomic: creating it failed; this process is not traced
   char path[4096 + 256];
 };
 
+enum ProcessMode : uint32_t { kProcessUnconfigured = 0, kProcessOn = 1, kProcessOff = 2 };
+uint32_t g_process_mode = kProcessUnconfigured;
 Config g_config;
 ProcessTrace g_trace;
 trace::Anchor g_process_start;  // when the shim was configured, or the process forked
@@ -137,8 +138,13 @@ void do_configure() {
   fill_anchor(&g_process_start);
   pthread_key_create(&g_thread_key, on_thread_exit);
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-  Mode m = env_true("CUPROBE_DISABLE") ? Mode::kOff : Mode::kOn;
-  __atomic_store_n(&g_mode, m, __ATOMIC_RELEASE);
+  uint32_t m = env_true("CUPROBE_DISABLE") ? kProcessOff : kProcessOn;
+  __atomic_store_n(&g_process_mode, m, __ATOMIC_RELEASE);
+}
+
+uint32_t configure() {
+  pthread_once(&g_config_once, do_configure);
+  return __atomic_load_n(&g_process_mode, __ATOMIC_ACQUIRE);
 }
 
 // Creates the run directory (and its parents) with mode 0700. A final component that is a
@@ -294,16 +300,16 @@ bool start_trace_locked() {
   return true;
 }
 
-bool ensure_started(uint32_t gen) {
-  if (__atomic_load_n(&g_trace.started_generation, __ATOMIC_ACQUIRE) == gen) return true;
-  if (__atomic_load_n(&g_trace.failed_generation, __ATOMIC_ACQUIRE) == gen) return false;
+bool ensure_started() {
+  if (__atomic_load_n(&g_trace.started, __ATOMIC_ACQUIRE)) return true;
+  if (__atomic_load_n(&g_trace.failed, __ATOMIC_ACQUIRE)) return false;
   pthread_mutex_lock(&g_start_mutex);
-  bool ok = g_trace.started_generation == gen;
+  bool ok = g_trace.started != 0;
   bool first = false;
-  if (!ok && g_trace.failed_generation != gen) {
+  if (!ok && !g_trace.failed) {
     ok = start_trace_locked();
     first = ok;
-    __atomic_store_n(ok ? &g_trace.started_generation : &g_trace.failed_generation, gen, __ATOMIC_RELEASE);
+    __atomic_store_n(ok ? &g_trace.started : &g_trace.failed, 1u, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&g_start_mutex);
   // Outside the start mutex: these write records, which can come back here through reserve.
@@ -363,11 +369,16 @@ void wake_helper_if_behind(uint32_t claimed_idx) {
   syscall(SYS_futex, &g_trace.helper_wake, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
-// Touches every page of chunk `idx` with a write that leaves its contents as they are (a
-// writer may already be using the chunk).
+// Makes every page of chunk `idx` present and writable. MADV_POPULATE_WRITE (Linux 5.14) does
+// it inside the kernel, several times cheaper than one fault per page. Then one write to each
+// page that leaves its contents as they are (a writer may already use the chunk): under
+// hypervisors that shadow page tables, the first access from user space still traps, and it
+// should trap here rather than on a traced thread.
 void prefault_chunk(uint32_t idx) {
   auto* base = reinterpret_cast<char*>(chunk_at(idx));
   if (base == nullptr) return;
+  static bool populate_works = true;
+  if (populate_works && madvise(base, trace::kChunkSize, kMadvPopulateWrite) != 0) populate_works = false;
   for (uint32_t off = 0; off < trace::kChunkSize; off += 4096) {
     __atomic_fetch_add(reinterpret_cast<uint32_t*>(base + off), 0u, __ATOMIC_RELAXED);
   }
@@ -375,8 +386,7 @@ void prefault_chunk(uint32_t idx) {
 
 void* prefault_helper(void*) {
   prctl(PR_SET_NAME, "cuprobe-prefault", 0, 0, 0);
-  uint32_t gen = __atomic_load_n(&g_generation, __ATOMIC_ACQUIRE);
-  while (__atomic_load_n(&g_generation, __ATOMIC_ACQUIRE) == gen) {
+  for (;;) {
     uint32_t seen = __atomic_load_n(&g_trace.helper_wake, __ATOMIC_ACQUIRE);
     uint32_t target = __atomic_load_n(&g_trace.hdr->chunks_claimed, __ATOMIC_ACQUIRE) + kPrefaultAhead;
     if (target > g_trace.max_chunks) target = g_trace.max_chunks;
@@ -391,7 +401,6 @@ void* prefault_helper(void*) {
     }
     syscall(SYS_futex, &g_trace.helper_wake, FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
   }
-  return nullptr;
 }
 
 // The helper starts with every signal blocked, so that signals meant for the application are
@@ -448,16 +457,16 @@ trace::ChunkHeader* claim_chunk(uint32_t tid, uint32_t seq) {
 
 void on_thread_exit(void*) {
   ThreadState& t = t_state;
-  if (t.guard != 0 || t.chunk == nullptr || t.generation != __atomic_load_n(&g_generation, __ATOMIC_RELAXED)) return;
-  t.guard = 1;
+  if (t.mode != kThreadReady || t.chunk == nullptr) return;
+  t.mode = kThreadBusy;
   constexpr uint32_t kSize = sizeof(trace::ThreadEnd);
   if (char* p = reserve(t, kSize)) {
     auto* r = reinterpret_cast<trace::ThreadEnd*>(p);
-    r->h = trace::RecordHeader{uint16_t(trace::RecordType::kThreadEnd), 0, kSize};
+    r->h = trace::make_header(trace::RecordType::kThreadEnd, kSize);
     r->ticks = now_ticks();
     commit(t, kSize);
   }
-  t.guard = 0;
+  t.mode = kThreadReady;
 }
 
 void atfork_prepare() {
@@ -473,7 +482,8 @@ void atfork_parent() {
 }
 
 // The child must never write into the parent's file: drop every mapping of it and start a
-// file of its own at its first event.
+// file of its own at its first event. The forking thread is the child's only thread, so
+// resetting its state resets every thread's.
 void atfork_child() {
   if (g_trace.hdr != nullptr) {
     for (uint32_t i = 0; i < g_trace.n_segments; ++i) {
@@ -490,24 +500,23 @@ void atfork_child() {
   g_trace.prefaulted = 0;
   g_trace.helper_wake = 0;
   g_trace.helper_running = 0;  // the parent's helper thread does not exist in the child
-  g_trace.started_generation = 0;
-  g_trace.failed_generation = 0;
+  g_trace.started = 0;
+  g_trace.failed = 0;
   g_trace.path[0] = 0;
   memset(g_intern, 0, sizeof g_intern);
   g_next_string_id = 1;
   memset(&g_meta, 0, sizeof g_meta);
+  uint32_t mode = t_state.mode;
+  memset(&t_state, 0, sizeof t_state);
+  if (mode == kThreadOff) t_state.mode = kThreadOff;
   reset_process_info_after_fork();
   fill_anchor(&g_process_start);
   pthread_mutex_init(&g_start_mutex, nullptr);
   pthread_mutex_init(&g_meta_mutex, nullptr);
   pthread_mutex_init(&g_grow_mutex, nullptr);
-  __atomic_add_fetch(&g_generation, 1, __ATOMIC_RELEASE);
 }
 
-bool trace_is_ours() {
-  return g_trace.hdr != nullptr &&
-         __atomic_load_n(&g_trace.started_generation, __ATOMIC_ACQUIRE) == __atomic_load_n(&g_generation, __ATOMIC_RELAXED);
-}
+bool trace_is_ours() { return g_trace.hdr != nullptr && __atomic_load_n(&g_trace.started, __ATOMIC_ACQUIRE); }
 
 // Async-signal-safe: only stores into the mapping, clock_gettime, sigaction and raise.
 void fatal_signal_handler(int sig, siginfo_t* info, void* ucontext) {
@@ -528,9 +537,9 @@ void fatal_signal_handler(int sig, siginfo_t* info, void* ucontext) {
   }
   if (trace_is_ours()) {
     ThreadState& t = t_state;
-    if (t.generation == g_generation && t.chunk != nullptr && t.pos + sizeof(trace::CrashRecord) <= trace::kChunkDataSize) {
+    if (t.mode != kThreadUnset && t.chunk != nullptr && t.pos + sizeof(trace::CrashRecord) <= trace::kChunkDataSize) {
       auto* r = reinterpret_cast<trace::CrashRecord*>(chunk_data(t.chunk) + t.pos);
-      r->h = trace::RecordHeader{uint16_t(trace::RecordType::kCrash), 0, uint32_t(sizeof(trace::CrashRecord))};
+      r->h = trace::make_header(trace::RecordType::kCrash, sizeof(trace::CrashRecord));
       r->signal = sig;
       r->api_in_flight = t.inflight_api;
       r->pad = 0;
@@ -581,43 +590,71 @@ __attribute__((constructor)) void configure_at_load() {
   }
 }
 
-}  // namespace
-
-Mode configure() {
-  pthread_once(&g_config_once, do_configure);
-  return __atomic_load_n(&g_mode, __ATOMIC_ACQUIRE);
-}
-
-char* reserve_slow(ThreadState& t, uint32_t bytes) {
-  if (!recording_on()) return nullptr;
-  uint32_t gen = __atomic_load_n(&g_generation, __ATOMIC_ACQUIRE);
-  bool meta = &t == &g_meta;
-  if (t.generation != gen) {
-    if (!ensure_started(gen)) return nullptr;
-    t.tid = meta ? trace::kMetaTid : uint32_t(syscall(SYS_gettid));
-    t.chunk = nullptr;
-    t.pos = 0;
-    t.seq = 0;
-    t.device = -1;
-    t.device_probed = 0;
-    t.inflight_api = trace::kNoApi;
-    if (!meta) pthread_setspecific(g_thread_key, reinterpret_cast<void*>(1));
-    t.generation = gen;
-  }
-  if (bytes > trace::kChunkDataSize) {
-    count_stat(trace::kStatDroppedEvents);
-    return nullptr;
-  }
-  if (t.chunk != nullptr && t.pos + bytes <= trace::kChunkDataSize) return chunk_data(t.chunk) + t.pos;
+// Claims the next chunk for `t`; false (and the thread's chunk unchanged) when none can be had.
+bool next_chunk(ThreadState& t) {
   trace::ChunkHeader* c = claim_chunk(t.tid, t.seq);
-  if (c == nullptr) {
-    count_stat(trace::kStatDroppedEvents);
-    return nullptr;
-  }
+  if (c == nullptr) return false;
   t.chunk = c;
   t.pos = 0;
   t.seq++;
-  return chunk_data(c);
+  retarget_counts(t);
+  return true;
+}
+
+void setup_state(ThreadState& t, uint32_t tid) {
+  t.tid = tid;
+  t.chunk = nullptr;
+  t.pos = trace::kChunkDataSize;  // no room until a chunk is claimed
+  t.counts = nullptr;
+  t.seq = 0;
+  t.device = -1;
+  t.device_probed = 0;
+  t.inflight_api = trace::kNoApi;
+  next_chunk(t);
+}
+
+}  // namespace
+
+uint32_t thread_setup(ThreadState& t) {
+  if (t.mode != kThreadUnset) return t.mode;
+  if (configure() != kProcessOn || !ensure_started()) {
+    t.mode = kThreadOff;
+    return t.mode;
+  }
+  setup_state(t, uint32_t(syscall(SYS_gettid)));
+  pthread_setspecific(g_thread_key, reinterpret_cast<void*>(1));
+  t.mode = kThreadReady;
+  return t.mode;
+}
+
+char* reserve_slow(ThreadState& t, uint32_t bytes) {
+  if (bytes > trace::kChunkDataSize || !next_chunk(t)) {
+    count_stat(trace::kStatDroppedEvents);
+    return nullptr;
+  }
+  return chunk_data(t.chunk);
+}
+
+void retarget_counts(ThreadState& t) {
+  if (t.chunk == nullptr || g_launch_events) {
+    t.counts = nullptr;
+    return;
+  }
+  int slot = (t.device >= 0 && t.device < trace::kCountDevices) ? t.device : trace::kCountDevices;
+  t.counts = &t.chunk->counts[0][slot];
+}
+
+void count_slow(ThreadState& t, int slot) {
+  if (t.mode == kThreadUnset) thread_setup(t);
+  if (t.mode != kThreadReady) return;
+  if (t.device < 0 && !t.device_probed) {
+    t.mode = kThreadBusy;
+    current_device(t);
+    t.mode = kThreadReady;
+  }
+  if (t.counts == nullptr) return;
+  uint64_t* c = t.counts + slot * (trace::kCountDevices + 1);
+  __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
 }
 
 void count_stat(trace::Stat stat, uint64_t n) {
@@ -635,7 +672,14 @@ void set_stat_max(trace::Stat stat, uint64_t value) {
 
 MetaWriter::MetaWriter() { pthread_mutex_lock(&g_meta_mutex); }
 MetaWriter::~MetaWriter() { pthread_mutex_unlock(&g_meta_mutex); }
-char* MetaWriter::reserve(uint32_t bytes) { return shim::reserve(g_meta, bytes); }
+char* MetaWriter::reserve(uint32_t bytes) {
+  if (g_meta.mode == kThreadUnset) {
+    if (configure() != kProcessOn || !ensure_started()) return nullptr;
+    setup_state(g_meta, trace::kMetaTid);
+    g_meta.mode = kThreadReady;
+  }
+  return g_meta.mode == kThreadReady ? shim::reserve(g_meta, bytes) : nullptr;
+}
 void MetaWriter::commit(uint32_t bytes) { shim::commit(g_meta, bytes); }
 
 uint32_t intern_string(const char* s) {
@@ -655,7 +699,7 @@ uint32_t intern_string(const char* s) {
   uint32_t size = trace::align8(uint32_t(sizeof(trace::StringRecord) + len));
   if (char* p = w.reserve(size)) {
     auto* r = reinterpret_cast<trace::StringRecord*>(p);
-    r->h = trace::RecordHeader{uint16_t(trace::RecordType::kString), 0, size};
+    r->h = trace::make_header(trace::RecordType::kString, size);
     r->id = id;
     r->len = uint32_t(len);
     memcpy(r->text, s, len);
@@ -670,7 +714,7 @@ void write_property(trace::Property key, int64_t value) {
   constexpr uint32_t kSize = sizeof(trace::PropertyRecord);
   if (char* p = w.reserve(kSize)) {
     auto* r = reinterpret_cast<trace::PropertyRecord*>(p);
-    r->h = trace::RecordHeader{uint16_t(trace::RecordType::kProperty), 0, kSize};
+    r->h = trace::make_header(trace::RecordType::kProperty, kSize);
     r->key = uint32_t(key);
     r->pad = 0;
     r->value = value;

@@ -1,10 +1,14 @@
 // The shim's trace writer: per-thread chunks of a file mapped MAP_SHARED (trace_format.h).
 //
-// Contract for the hot path (reserve/commit): no allocation, no lock, no system call once a
-// thread has a chunk with room; a record becomes durable, also against SIGKILL, at commit. The
-// slow path (first event of a thread or process, chunk rollover, file growth) may take a mutex
-// and make system calls. When no chunk can be had the event is dropped and counted, never
-// waited for. The thread-local state is plain data in initial-exec TLS.
+// Contract for the hot path (reserve/commit, counting): no allocation, no lock, no system call
+// once a thread is set up and has a chunk with room; a record becomes durable, also against
+// SIGKILL, at commit. The slow path (first event of a thread or process, chunk rollover, file
+// growth) may take a mutex and make system calls. When no chunk can be had the event is
+// dropped and counted, never waited for.
+//
+// One word of thread-local state says whether the fast path may be taken: it folds the
+// recursion guard, the process's configuration and fork (a forked child resets the state of
+// its only thread) into a single compare.
 #pragma once
 
 #include <stdint.h>
@@ -13,35 +17,34 @@
 
 namespace cuprobe::shim {
 
+enum ThreadMode : uint32_t {
+  kThreadUnset = 0,  // not set up in this process yet: take the slow path
+  kThreadReady = 1,  // set up, not inside a hooked call
+  kThreadBusy = 2,   // inside the shim or a real call it forwards: pass through
+  kThreadOff = 3,    // tracing is off for this process: pass through
+};
+
 struct ThreadState {
-  uint32_t generation;  // == g_generation when the fields below belong to this process
-  uint32_t guard;       // nonzero while the shim or a real call it forwards runs
+  uint32_t mode;  // ThreadMode
+  uint32_t pos;   // bytes used in the chunk's data area (kChunkDataSize when there is no chunk)
   trace::ChunkHeader* chunk;
-  uint32_t pos;  // bytes used in the chunk's data area
+  uint64_t* counts;  // &chunk->counts[0][device slot]; nullptr when calls are not counted
   uint32_t tid;
   uint32_t seq;            // chunks this thread has claimed
   int32_t device;          // cached current CUDA device, -1 when unknown
   uint32_t device_probed;  // the real cudaGetDevice was asked once
   uint16_t inflight_api;   // trace::kNoApi when no real call is in flight
-  uint16_t pad;
+  uint16_t pad[3];
   uint64_t inflight_start;
 };
 
 extern __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
 
-enum class Mode : uint32_t { kUnconfigured = 0, kOn = 1, kOff = 2 };
-extern Mode g_mode;
-extern uint32_t g_generation;  // bumped in every forked child
-extern bool g_launch_events;   // CUPROBE_LAUNCH_EVENTS=1: counted APIs are recorded as events
+extern bool g_launch_events;  // CUPROBE_LAUNCH_EVENTS=1: counted APIs are recorded as events
 
-// Reads the configuration once (environment); returns the resulting mode.
-Mode configure();
-
-inline bool recording_on() {
-  Mode m = __atomic_load_n(&g_mode, __ATOMIC_ACQUIRE);
-  if (__builtin_expect(m == Mode::kOn, 1)) return true;
-  return m == Mode::kUnconfigured && configure() == Mode::kOn;
-}
+// Sets the calling thread up (configuration, the process's trace file, a first chunk).
+// Returns the thread's mode afterwards: kThreadReady, or kThreadOff when nothing is traced.
+uint32_t thread_setup(ThreadState& t);
 
 inline char* chunk_data(trace::ChunkHeader* c) {
   return reinterpret_cast<char*>(c) + trace::kChunkHeaderSize;
@@ -49,14 +52,10 @@ inline char* chunk_data(trace::ChunkHeader* c) {
 
 char* reserve_slow(ThreadState& t, uint32_t bytes);
 
-// Room for one record of `bytes` (a multiple of 8), or nullptr: the event is dropped (and was
-// counted). Nothing is visible to readers before commit().
+// Room for one record of up to `bytes` (a multiple of 8) in a set-up thread, or nullptr: the
+// event is dropped (and was counted). Nothing is visible to readers before commit().
 inline char* reserve(ThreadState& t, uint32_t bytes) {
-  if (__builtin_expect(t.generation == __atomic_load_n(&g_generation, __ATOMIC_RELAXED) &&
-                           t.chunk != nullptr && t.pos + bytes <= trace::kChunkDataSize,
-                       1)) {
-    return chunk_data(t.chunk) + t.pos;
-  }
+  if (__builtin_expect(t.pos + bytes <= trace::kChunkDataSize, 1)) return chunk_data(t.chunk) + t.pos;
   return reserve_slow(t, bytes);
 }
 
@@ -65,15 +64,8 @@ inline void commit(ThreadState& t, uint32_t bytes) {
   __atomic_store_n(&t.chunk->used, t.pos, __ATOMIC_RELEASE);
 }
 
-// The thread's current chunk for counting, claiming one if needed; nullptr when none can be had.
-inline trace::ChunkHeader* counting_chunk(ThreadState& t) {
-  if (__builtin_expect(t.generation == __atomic_load_n(&g_generation, __ATOMIC_RELAXED) &&
-                           t.chunk != nullptr,
-                       1)) {
-    return t.chunk;
-  }
-  return reserve_slow(t, 0) ? t.chunk : nullptr;
-}
+// Points t.counts at the thread's current chunk and device (after either changes).
+void retarget_counts(ThreadState& t);
 
 void count_stat(trace::Stat stat, uint64_t n = 1);
 void set_stat_max(trace::Stat stat, uint64_t value);

@@ -121,6 +121,17 @@ const std::string& TraceFile::string(uint32_t id) const {
 
 namespace {
 
+// Words after a call record's fixed part: arguments, then [stream][64-bit duration].
+uint32_t tail_words(const trace::CallRecord* r) { return (r->h.size - uint32_t(sizeof(trace::CallRecord))) / 8; }
+uint32_t optional_words(const trace::CallRecord* r) {
+  return ((r->h.flags & trace::kCallHasStream) ? 1 : 0) + ((r->h.flags & trace::kCallLongDuration) ? 1 : 0);
+}
+
+uint64_t call_duration(const trace::CallRecord* r) {
+  if (!(r->h.flags & trace::kCallLongDuration) || tail_words(r) == 0) return r->dur_ticks;
+  return r->tail[tail_words(r) - 1];
+}
+
 std::string take(const char*& p, uint32_t n) {
   std::string s(p, n);
   p += n;
@@ -286,7 +297,7 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
         } else {
           ++call_records_;
           auto* r = reinterpret_cast<const trace::CallRecord*>(rec);
-          last_ticks_ = std::max(last_ticks_, r->start_ticks + r->dur_ticks);
+          last_ticks_ = std::max(last_ticks_, r->start_ticks + call_duration(r));
         }
         break;
       case trace::RecordType::kApiInfo: {
@@ -419,16 +430,18 @@ void TraceFile::for_each_event(const std::function<void(const Event&)>& fn) cons
     Cursor c = heap.top();
     heap.pop();
     const trace::CallRecord* r = c.rec;
+    uint32_t words = tail_words(r);
+    uint32_t optional = std::min(optional_words(r), words);
     e.api = r->h.aux;
     e.ret = r->ret;
-    e.device = r->device;
-    e.has_stream = (r->flags & trace::kCallHasStream) != 0;
+    e.device = r->h.aux2;
+    e.has_stream = (r->h.flags & trace::kCallHasStream) != 0 && words > 0;
     e.tid = c.thread->tid;
     e.ts_ns = clock_.to_ns(r->start_ticks);
-    e.dur_ns = clock_.duration_ns(r->start_ticks, r->dur_ticks);
-    e.stream = r->stream;
-    e.args = r->args;
-    e.nargs = int((r->h.size - sizeof(trace::CallRecord)) / 8);
+    e.dur_ns = clock_.duration_ns(r->start_ticks, call_duration(r));
+    e.nargs = int(words - optional);
+    e.args = r->tail;
+    e.stream = e.has_stream ? r->tail[e.nargs] : 0;
     if (const Api* a = api(e.api)) e.nargs = std::min(e.nargs, int(a->fields.size()));
     fn(e);
     if (advance(c)) heap.push(c);

@@ -31,7 +31,7 @@ inline constexpr uint32_t kFileHeaderSize = 64 * 1024;
 inline constexpr uint32_t kChunkSize = 64 * 1024;
 inline constexpr uint32_t kChunkMagic = 0x4b4e4843;  // "CHNK"
 inline constexpr int kMaxDevices = 32;
-inline constexpr int kCountSlots = 8;     // counted APIs a trace can hold
+inline constexpr int kCountSlots = 12;    // counted APIs a trace can hold
 inline constexpr int kCountDevices = 16;  // devices counted separately per counted API
 inline constexpr uint32_t kMetaTid = 0;  // chunks written for the process as a whole
 
@@ -101,7 +101,7 @@ struct ChunkHeader {
   // kCountDevices meaning "unknown or higher".
   uint64_t counts[kCountSlots][kCountDevices + 1];
 };
-inline constexpr uint32_t kChunkHeaderSize = 1152;
+inline constexpr uint32_t kChunkHeaderSize = 1664;
 static_assert(sizeof(ChunkHeader) <= kChunkHeaderSize);
 inline constexpr uint32_t kChunkDataSize = kChunkSize - kChunkHeaderSize;
 
@@ -117,32 +117,41 @@ enum class RecordType : uint16_t {
   kProperty = 9,     // a numbered process property (library versions)
 };
 
+// Common prefix of every record. Records never exceed a chunk, so 16 bits of size suffice.
 struct RecordHeader {
-  uint16_t type;  // RecordType
-  uint16_t aux;   // kCall: api id
-  uint32_t size;  // bytes, header included, multiple of 8
+  uint8_t type;   // RecordType
+  uint8_t flags;  // kCall: CallFlags
+  uint16_t size;  // bytes, header included, multiple of 8
+  uint16_t aux;   // kCall, kApiInfo: api id
+  int16_t aux2;   // kCall: current device, -1 when unknown
 };
 static_assert(sizeof(RecordHeader) == 8);
 
 inline constexpr uint32_t align8(uint32_t n) { return (n + 7u) & ~7u; }
 
-// Flags of a call record.
-enum CallFlags : uint16_t {
-  kCallHasStream = 1u << 0,
+// Header of a record other than a call.
+constexpr RecordHeader make_header(RecordType type, uint32_t size, uint16_t aux = 0) {
+  return RecordHeader{uint8_t(type), 0, uint16_t(size), aux, 0};
+}
+
+// Flags of a call record: which optional words follow its argument fields, in this order.
+enum CallFlags : uint8_t {
+  kCallHasStream = 1u << 0,     // a stream handle
+  kCallLongDuration = 1u << 1,  // the full 64-bit duration (dur_ticks did not fit in 32 bits)
 };
 
+// One intercepted call: 24 bytes, then the argument fields (meaning from the API's ApiInfo),
+// then [stream][64-bit duration] as flagged. The number of fields is the size's remainder.
 struct CallRecord {
-  RecordHeader h;  // h.aux is the API id
+  RecordHeader h;  // h.aux: api id; h.aux2: device; h.flags: CallFlags
   int32_t ret;     // the return code the caller saw
-  int16_t device;  // current device, -1 when unknown
-  uint16_t flags;  // CallFlags
+  uint32_t dur_ticks;  // 0xffffffff with kCallLongDuration: see the tail
   uint64_t start_ticks;
-  uint64_t dur_ticks;
-  uint64_t stream;
-  uint64_t args[];  // (h.size - sizeof(CallRecord)) / 8 values, meaning given by ApiInfo fields
+  uint64_t tail[];
 };
-static_assert(sizeof(CallRecord) == 40);
+static_assert(sizeof(CallRecord) == 24);
 inline constexpr int kMaxCallArgs = 16;
+inline constexpr uint32_t kMaxCallRecordSize = sizeof(CallRecord) + 8 * (2 + kMaxCallArgs);
 
 // Library an API belongs to.
 enum class Library : uint16_t { kCudart = 1, kCudnn = 2, kDriver = 3 };

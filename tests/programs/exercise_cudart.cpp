@@ -5,6 +5,8 @@
 
 #include <cstdio>
 
+#include "cudart_internal.h"
+
 namespace {
 void out(const char* api, cudaError_t r, bool counted = false) { std::printf("%s %d%s\n", api, int(r), counted ? " counted" : ""); }
 }  // namespace
@@ -20,7 +22,7 @@ int main() {
   int n = 0, dev = 0;
   CALL(cudaGetDeviceCount, &n);
   CALL(cudaSetDevice, 0);
-  CALL(cudaGetDevice, &dev);
+  COUNTED(cudaGetDevice, &dev);
   void *a = nullptr, *b = nullptr, *c = nullptr, *h = nullptr;
   CALL(cudaMalloc, &a, 1 << 20);
   size_t free_b = 0, total = 0;
@@ -56,6 +58,7 @@ int main() {
   static int dummy_kernel;
   COUNTED(cudaLaunchKernel, &dummy_kernel, dim3(1), dim3(32), nullptr, 0, s);
   COUNTED(cudaLaunchKernel_ptsz, &dummy_kernel, dim3(2), dim3(64), nullptr, 0, s);
+  COUNTED(__cudaLaunchKernel, reinterpret_cast<cudaKernel_t>(&dummy_kernel), dim3(3), dim3(96), nullptr, 0, s);
   CALL(cudaEventRecordWithFlags, e2, s, 0);
   CALL(cudaStreamWaitEvent, s2, e2, 0);
   COUNTED(cudaEventQuery, e2);

@@ -88,7 +88,7 @@ class HandBuiltTrace : public ::testing::Test {
   void add_api(uint16_t id, const std::string& name, const std::string& fields, uint32_t flags) {
     uint32_t size = trace::align8(uint32_t(sizeof(trace::ApiInfo) + name.size() + fields.size()));
     auto* r = reinterpret_cast<trace::ApiInfo*>(append(0, size));
-    r->h = {uint16_t(trace::RecordType::kApiInfo), id, size};
+    r->h = trace::make_header(trace::RecordType::kApiInfo, size, id);
     r->library = uint16_t(trace::Library::kCudart);
     r->name_len = uint16_t(name.size());
     r->fields_len = uint32_t(fields.size());
@@ -100,13 +100,12 @@ class HandBuiltTrace : public ::testing::Test {
   void add_call(uint64_t ts, uint64_t ptr, uint64_t size) {
     constexpr uint32_t kSize = sizeof(trace::CallRecord) + 16;
     auto* r = reinterpret_cast<trace::CallRecord*>(append(1, kSize));
-    r->h = {uint16_t(trace::RecordType::kCall), 0, kSize};
+    r->h = trace::RecordHeader{uint8_t(trace::RecordType::kCall), 0, kSize, 0, 0};
     r->ret = 0;
-    r->device = 0;
     r->start_ticks = ts;
     r->dur_ticks = 10;
-    r->args[0] = ptr;
-    r->args[1] = size;
+    r->tail[0] = ptr;
+    r->tail[1] = size;
   }
   std::string write() {
     std::string path = test::fresh_dir("handbuilt") + "/t.cuprobe";
@@ -139,13 +138,13 @@ TEST_F(HandBuiltTrace, ReadsCallsWithTheirNamedFields) {
 TEST_F(HandBuiltTrace, ACorruptRecordStopsItsChunkAndIsNamed) {
   add_call(2000, 0x1000, 64);
   auto* bad = reinterpret_cast<trace::RecordHeader*>(append(1, 8));
-  *bad = {uint16_t(trace::RecordType::kCall), 0, 3};  // size not a multiple of 8
+  *bad = trace::RecordHeader{uint8_t(trace::RecordType::kCall), 0, 3, 0, 0};  // size not a multiple of 8
   auto t = reader::TraceFile::open(write());
   ASSERT_TRUE(t);
   EXPECT_EQ((*t)->call_records(), 1u);
   bool named = false;
   for (const auto& d : (*t)->diagnostics()) {
-    named = named || (d.find("chunk 1 (thread 77) offset 56: invalid record size 3") != std::string::npos);
+    named = named || (d.find("chunk 1 (thread 77) offset 40: invalid record size 3") != std::string::npos);
   }
   EXPECT_TRUE(named);
 }
