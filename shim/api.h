@@ -3,14 +3,16 @@
 // signature-of id, and the slots of kinds that are counted rather than recorded.
 //
 // The tables themselves are the X-macro lists in cudart_hooks.h (and, per library, beside it).
-// Include the vendor headers before this one.
 #pragma once
 
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
 #include <stdint.h>
 
 #include "cuprobe/trace_format.h"
 #include "cudart_internal.h"
 #include "cudart_hooks.h"
+#include "cudnn_hooks.h"
 
 namespace cuprobe {
 
@@ -28,11 +30,16 @@ inline constexpr uint32_t Event = trace::kApiEvent;
 inline constexpr uint32_t Stream = trace::kApiStream;
 inline constexpr uint32_t Error = trace::kApiError;
 inline constexpr uint32_t Faultable = trace::kApiFaultable;
+inline constexpr uint32_t Quiet = trace::kApiQuiet;
+inline constexpr uint32_t CudnnExec = trace::kApiCudnnExec;
+inline constexpr uint32_t AlgoSearch = trace::kApiAlgoSearch;
+inline constexpr uint32_t WorkspaceQuery = trace::kApiWorkspaceQuery;
 }  // namespace hook_flags
 
 #define CUPROBE_API_ID(ret, name, sig, params, args, flags) name,
 enum class ApiId : uint16_t {
   CUPROBE_CUDART_HOOKS(CUPROBE_API_ID)  //
+  CUPROBE_CUDNN_HOOKS(CUPROBE_API_ID)   //
   kCount
 };
 #undef CUPROBE_API_ID
@@ -48,28 +55,39 @@ struct ApiStatic {
 
 #define CUPROBE_API_STATIC_CUDART(ret, name, sig, params, args, flags) \
   ApiStatic{#name, [] { using namespace hook_flags; return uint32_t(flags); }(), trace::Library::kCudart, ApiId::sig},
+#define CUPROBE_API_STATIC_CUDNN(ret, name, sig, params, args, flags) \
+  ApiStatic{#name, [] { using namespace hook_flags; return uint32_t(flags); }(), trace::Library::kCudnn, ApiId::sig},
 inline constexpr ApiStatic kApis[] = {
     CUPROBE_CUDART_HOOKS(CUPROBE_API_STATIC_CUDART)  //
+    CUPROBE_CUDNN_HOOKS(CUPROBE_API_STATIC_CUDNN)    //
 };
 #undef CUPROBE_API_STATIC_CUDART
+#undef CUPROBE_API_STATIC_CUDNN
 static_assert(sizeof(kApis) / sizeof(kApis[0]) == kApiCount);
 
 constexpr const ApiStatic& api_static(ApiId id) { return kApis[int(id)]; }
 
-// Counted APIs get consecutive slots in each chunk's count table, in table order.
+// Counted APIs get consecutive rows of each chunk's per-device count table, quiet APIs
+// consecutive slots of its plain count table, both in table order.
 inline constexpr int kNoCountSlot = -1;
+constexpr uint32_t slot_class(uint32_t flags) { return flags & (trace::kApiCounted | trace::kApiQuiet); }
 constexpr int count_slot(ApiId id) {
-  if (!(kApis[int(id)].flags & trace::kApiCounted)) return kNoCountSlot;
+  uint32_t cls = slot_class(kApis[int(id)].flags);
+  if (cls == 0) return kNoCountSlot;
   int slot = 0;
-  for (int i = 0; i < int(id); ++i) slot += (kApis[i].flags & trace::kApiCounted) ? 1 : 0;
+  for (int i = 0; i < int(id); ++i) slot += slot_class(kApis[i].flags) == cls ? 1 : 0;
   return slot;
 }
-constexpr int counted_api_total() {
+constexpr int apis_with(uint32_t flag) {
   int n = 0;
-  for (const auto& a : kApis) n += (a.flags & trace::kApiCounted) ? 1 : 0;
+  for (const auto& a : kApis) n += (a.flags & flag) ? 1 : 0;
   return n;
 }
-static_assert(counted_api_total() <= trace::kCountSlots, "raise trace::kCountSlots");
+static_assert(apis_with(trace::kApiCounted) <= trace::kCountSlots, "raise trace::kCountSlots");
+static_assert(apis_with(trace::kApiQuiet) <= trace::kQuietSlots, "raise trace::kQuietSlots");
+static_assert(apis_with(trace::kApiCounted | trace::kApiQuiet) ==
+                  apis_with(trace::kApiCounted) + apis_with(trace::kApiQuiet),
+              "an API is either counted or quiet");
 
 constexpr int field_count(const char* fields) {
   if (fields == nullptr || *fields == 0) return 0;

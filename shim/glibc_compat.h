@@ -19,4 +19,7 @@ __asm__(".symver dladdr,dladdr@" CUPROBE_GLIBC_BASE);
 __asm__(".symver pthread_key_create,pthread_key_create@" CUPROBE_GLIBC_BASE);
 __asm__(".symver pthread_once,pthread_once@" CUPROBE_GLIBC_BASE);
 __asm__(".symver pthread_setspecific,pthread_setspecific@" CUPROBE_GLIBC_BASE);
+__asm__(".symver pthread_sigmask,pthread_sigmask@" CUPROBE_GLIBC_BASE);
+__asm__(".symver pthread_create,pthread_create@" CUPROBE_GLIBC_BASE);
+__asm__(".symver pthread_attr_setstacksize,pthread_attr_setstacksize@" CUPROBE_GLIBC_BASE);
 #endif

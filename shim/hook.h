@@ -36,12 +36,15 @@ class CallWriter {
     has_stream_ = true;
   }
   void device(int d) { device_ = d; }
+  // A quiet API's capture asks for its call to be written as an event even though it succeeded.
+  void emit() { emit_ = true; }
 
   ThreadState& thread() { return t_; }
   int count() const { return n_; }
   bool has_stream() const { return has_stream_; }
   uint64_t stream_value() const { return stream_; }
   int device_override() const { return device_; }
+  bool emit_requested() const { return emit_; }
 
  private:
   ThreadState& t_;
@@ -50,6 +53,7 @@ class CallWriter {
   bool has_stream_ = false;
   uint64_t stream_ = 0;
   int device_ = kNoOverride;
+  bool emit_ = false;
 
  public:
   static constexpr int kNoOverride = -1000;
@@ -86,6 +90,7 @@ struct Interceptor<kApi, Ret (*)(A...)> {
   static_assert(kArgs <= trace::kMaxCallArgs);
   static constexpr uint32_t kMaxSize = uint32_t(sizeof(trace::CallRecord) + 8 * (kArgs + 2));
   static constexpr bool kCounted = (kInfo.flags & trace::kApiCounted) != 0;
+  static constexpr bool kQuiet = (kInfo.flags & trace::kApiQuiet) != 0;
 
   static Ret call(A... a) {
     using Fn = Ret (*)(A...);
@@ -130,6 +135,15 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     uint64_t* tail = rec ? rec->tail : scratch;
     CallWriter w(t, tail);
     Cap::after(w, ret, a...);
+    if constexpr (kQuiet) {
+      if (Traits::ok(ret) && !w.emit_requested()) {
+        if (t.chunk != nullptr) {
+          uint64_t* c = &t.chunk->quiet_counts[count_slot(kApi)];
+          __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
+        }
+        return;
+      }
+    }
     int device = w.device_override() != CallWriter::kNoOverride ? w.device_override() : Traits::device(t);
     if constexpr ((kInfo.flags & trace::kApiInitsDevice) != 0) {
       if (Traits::ok(ret) && device >= 0) note_device(device);

@@ -26,4 +26,5 @@ namespace cuprobe::shim {
 // Argument fields of every API (trace_format.h encoding), filled by each library's wrapper file.
 extern const char* g_api_fields[kApiCount];
 void register_cudart_fields();
+void register_cudnn_fields();
 }  // namespace cuprobe::shim

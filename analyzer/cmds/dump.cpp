@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "json_line.h"
 #include "trace/reader.h"
+#include "trace/searches.h"
 
 namespace cuprobe::cli {
 
@@ -23,7 +24,9 @@ constexpr const char* kHelp = R"(Usage: cuprobe dump [options] PATH...
 Prints traces as JSON Lines. PATH is a run directory (every *.cuprobe file in it) or one trace
 file. Per process: a "process" line (who, where, devices, library versions, how it ended,
 what the shim counted as lost), its "call" lines in time order, then "count" lines (calls of
-counted APIs such as kernel launches, per thread and device) and "crash" lines.
+counted APIs such as kernel launches, per thread and device), "crash" lines, and "search"
+lines: each benchmark search or heuristic selection of a cuDNN algorithm, rebuilt from the
+calls (its problem, every candidate with its measured time, the winner, the wall time).
 
 Every call line has api, ret, ts_ns, dur_ns, pid, tid and device, stream when the call has
 one, and the API's own argument fields (pointers as "0x..." strings). Frees carry the size of
@@ -33,6 +36,7 @@ Options:
   --api NAME[,NAME...]  only calls of these APIs
   --pid PID             only this process
   --no-events           process, count and crash lines only
+  --searches            process and search lines only
   -h, --help            this text
 )";
 
@@ -40,6 +44,8 @@ struct Filter {
   std::set<std::string> apis;
   long pid = -1;
   bool events = true;
+  bool calls = true;
+  bool searches = true;
 };
 
 const char* state_name(trace::FileState s) {
@@ -114,10 +120,56 @@ void print_process(const reader::TraceFile& t, JsonLine& j) {
   j.end(stdout);
 }
 
+std::string candidate_json(const reader::SearchCandidate& c) {
+  JsonLine j;
+  j.begin();
+  if (c.plan) j.num("plan", c.plan);
+  j.inum("engine", c.engine);
+  j.str("knobs", c.knobs);
+  j.num("workspace", c.workspace);
+  j.inum("build_status", c.build_status);
+  j.inum("exec_status", c.exec_status);
+  j.inum("executions", c.executions);
+  if (c.time_ms >= 0) j.dbl("time_ms", c.time_ms);
+  if (c.notes) j.hex("notes", c.notes);
+  return std::string(j.finish());
+}
+
+std::string search_json(const reader::SearchRecord& r) {
+  JsonLine j;
+  j.begin();
+  j.str("type", "search");
+  j.num("pid", r.pid);
+  j.num("tid", r.tid);
+  j.inum("device", r.device);
+  j.str("api", r.api);
+  j.str("mode", r.mode);
+  j.str("problem", r.problem);
+  j.hex("problem_hash", r.problem_hash);
+  j.num("start_ns", r.start_ns);
+  j.num("end_ns", r.end_ns);
+  j.num("wall_ns", r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0);
+  j.boolean("complete", r.complete);
+  std::string cands = "[";
+  for (const auto& c : r.candidates) {
+    if (cands.size() > 1) cands += ',';
+    cands += candidate_json(c);
+  }
+  j.raw("candidates", cands + "]");
+  j.inum("winner", r.winner);
+  if (r.winner >= 0) j.raw("chosen", candidate_json(r.candidates[size_t(r.winner)]));
+  j.num("search_workspace", r.search_workspace);
+  j.inum("plans_rejected", r.plans_rejected);
+  return std::string(j.finish());
+}
+
 void print_events(const reader::TraceFile& t, const Filter& filter, JsonLine& j) {
   // Device allocations still live, so that frees can say how much they release.
   std::unordered_map<uint64_t, uint64_t> live;
+  std::vector<std::string> searches;
+  reader::SearchTracker tracker(t, [&](const reader::SearchRecord& r) { searches.push_back(search_json(r)); });
   t.for_each_event([&](const reader::Event& e) {
+    tracker.on_event(e);
     const reader::Api* api = t.api(e.api);
     const std::string& name = t.api_name(e.api);
     uint32_t flags = api ? api->flags : 0;
@@ -136,7 +188,7 @@ void print_events(const reader::TraceFile& t, const Filter& filter, JsonLine& j)
         if (e.ret == 0) live.erase(it);
       }
     }
-    if (!filter.apis.empty() && !filter.apis.count(name)) return;
+    if (!filter.calls || (!filter.apis.empty() && !filter.apis.count(name))) return;
     j.begin();
     j.str("type", "call");
     j.str("api", name);
@@ -167,6 +219,10 @@ void print_events(const reader::TraceFile& t, const Filter& filter, JsonLine& j)
     if (freed_known && size_field < 0) j.num("size", freed_size);
     j.end(stdout);
   });
+  tracker.finish();
+  if (filter.searches) {
+    for (const auto& s : searches) std::printf("%s\n", s.c_str());
+  }
 }
 
 void print_tail(const reader::TraceFile& t, JsonLine& j) {
@@ -222,6 +278,8 @@ int cmd_dump(const Args& args) {
       filter.pid = long(parse_count(a, value()));
     } else if (a == "--no-events") {
       filter.events = false;
+    } else if (a == "--searches") {
+      filter.calls = false;  // process and search lines only
     } else if (a.size() > 1 && a[0] == '-') {
       throw UsageError(fmt::format("unknown option '{}'", a));
     } else {

@@ -250,15 +250,15 @@ bool TraceFile::load(std::string* error) {
   raw_crashes_.clear();
   // Counts were gathered by slot; name them by API and merge the chunks of each thread.
   std::map<std::tuple<uint32_t, uint16_t, int>, uint64_t> merged;
-  for (const Count& c : counts_) {
+  for (const RawCount& c : raw_counts_) {
     for (size_t id = 0; id < apis_.size(); ++id) {
-      if (apis_[id].count_slot == int(c.api)) {
+      if ((apis_[id].flags & c.cls) && apis_[id].count_slot == c.slot) {
         merged[{c.tid, uint16_t(id), c.device}] += c.calls;
         break;
       }
     }
   }
-  counts_.clear();
+  raw_counts_.clear();
   for (const auto& [key, n] : merged) counts_.push_back(Count{std::get<0>(key), std::get<1>(key), std::get<2>(key), n});
   if (!has_process_) note("the process record is missing; the trace was cut short while it was being created");
   return true;
@@ -272,13 +272,15 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
     used = 0;
   }
   anchors.emplace_back(c->anchor_ticks, c->anchor_mono_ns);
+  // Resolved against the API table once it is complete (after all chunks are scanned).
   for (int slot = 0; slot < trace::kCountSlots; ++slot) {
     for (int d = 0; d <= trace::kCountDevices; ++d) {
       uint64_t n = c->counts[slot][d];
-      if (n == 0) continue;
-      // Resolved against the API table once it is complete (after all chunks are scanned).
-      counts_.push_back(Count{c->tid, uint16_t(slot), d == trace::kCountDevices ? -1 : d, n});
+      if (n != 0) raw_counts_.push_back(RawCount{c->tid, trace::kApiCounted, slot, d == trace::kCountDevices ? -1 : d, n});
     }
+  }
+  for (int slot = 0; slot < trace::kQuietSlots; ++slot) {
+    if (uint64_t n = c->quiet_counts[slot]) raw_counts_.push_back(RawCount{c->tid, trace::kApiQuiet, slot, -1, n});
   }
   const char* data = reinterpret_cast<const char*>(c) + trace::kChunkHeaderSize;
   uint32_t off = 0;

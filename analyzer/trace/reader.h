@@ -66,7 +66,8 @@ struct Crash {
   uint64_t in_flight_start_ns = 0;
 };
 
-// Calls of a counted API (kernel launches, queries) per thread and device.
+// Calls of a counted API (kernel launches, queries) per thread and device, and successful
+// calls of a quiet API (cuDNN descriptor calls) per thread (device -1).
 struct Count {
   uint32_t tid = 0;
   uint16_t api = 0;
@@ -179,6 +180,14 @@ class TraceFile {
   std::vector<Crash> crashes_;
   std::vector<std::pair<uint32_t, const trace::CrashRecord*>> raw_crashes_;  // (tid, record)
   std::vector<Count> counts_;
+  struct RawCount {
+    uint32_t tid;
+    uint32_t cls;  // kApiCounted or kApiQuiet
+    int slot;
+    int device;
+    uint64_t calls;
+  };
+  std::vector<RawCount> raw_counts_;
   std::vector<std::string> diagnostics_;
   std::map<uint32_t, Thread> threads_;
 };

@@ -31,8 +31,9 @@ inline constexpr uint32_t kFileHeaderSize = 64 * 1024;
 inline constexpr uint32_t kChunkSize = 64 * 1024;
 inline constexpr uint32_t kChunkMagic = 0x4b4e4843;  // "CHNK"
 inline constexpr int kMaxDevices = 32;
-inline constexpr int kCountSlots = 12;    // counted APIs a trace can hold
-inline constexpr int kCountDevices = 16;  // devices counted separately per counted API
+inline constexpr int kCountSlots = 12;    // counted APIs a trace can hold (per device)
+inline constexpr int kCountDevices = 8;   // devices counted separately per counted API
+inline constexpr int kQuietSlots = 64;    // quiet APIs a trace can hold (not per device)
 inline constexpr uint32_t kMetaTid = 0;  // chunks written for the process as a whole
 
 enum class ClockKind : uint32_t {
@@ -55,11 +56,12 @@ enum Stat : uint32_t {
   kStatDuplicateLibraries = 2,  // a library was mapped more than once (first copy used)
   kStatTraceLimitHit = 3,    // 1 when the size limit (CUPROBE_MAX_MB) stopped the trace growing
   kStatGrowFailures = 4,     // fallocate/mmap failures when growing the file
+  kStatMirrorFull = 5,       // cuDNN descriptors not mirrored (too many alive at once)
   kStatCount = 16,
 };
 inline constexpr const char* kStatNames[kStatCount] = {
     "dropped_events", "missing_symbols", "duplicate_libraries", "trace_limit_hit",
-    "grow_failures",  nullptr,           nullptr,               nullptr,
+    "grow_failures",  "mirror_full",     nullptr,               nullptr,
     nullptr,          nullptr,           nullptr,               nullptr,
     nullptr,          nullptr,           nullptr,               nullptr};
 
@@ -96,12 +98,14 @@ struct ChunkHeader {
   uint32_t seq;       // n-th chunk of this thread, from 0
   uint64_t anchor_ticks;
   uint64_t anchor_mono_ns;
-  // Calls of counted APIs (kernel launches, event and stream queries) made while this chunk was
-  // the thread's current one: counts[slot][device], slot from ApiInfo::count_slot, device
-  // kCountDevices meaning "unknown or higher".
+  // Calls made while this chunk was the thread's current one, of counted APIs (kernel
+  // launches, event and stream queries) per device: counts[slot][device], device
+  // kCountDevices meaning "unknown or higher"; and of quiet APIs (descriptor calls whose
+  // success is only counted): quiet_counts[slot]. Slots come from ApiInfo::count_slot.
   uint64_t counts[kCountSlots][kCountDevices + 1];
+  uint64_t quiet_counts[kQuietSlots];
 };
-inline constexpr uint32_t kChunkHeaderSize = 1664;
+inline constexpr uint32_t kChunkHeaderSize = 1408;
 static_assert(sizeof(ChunkHeader) <= kChunkHeaderSize);
 inline constexpr uint32_t kChunkDataSize = kChunkSize - kChunkHeaderSize;
 
@@ -170,6 +174,10 @@ enum ApiFlags : uint32_t {
   kApiStream = 1u << 9,
   kApiError = 1u << 10,       // queries or clears the sticky error state
   kApiFaultable = 1u << 11,   // a fault rule may replace the call
+  kApiQuiet = 1u << 12,       // recorded only when it fails or the shim asks; otherwise counted
+  kApiCudnnExec = 1u << 13,   // runs cuDNN work on the GPU
+  kApiAlgoSearch = 1u << 14,  // asks cuDNN for algorithms (heuristics or timed search)
+  kApiWorkspaceQuery = 1u << 15,
 };
 
 // Field encoding inside ApiInfo::fields: "name:t,name:t" with t one of
@@ -181,7 +189,7 @@ struct ApiInfo {
   uint16_t name_len;
   uint32_t flags;
   uint32_t fields_len;
-  int32_t count_slot;  // index into ChunkHeader::counts, -1 when not counted
+  int32_t count_slot;  // kApiCounted: ChunkHeader::counts row; kApiQuiet: quiet_counts index; else -1
   char text[];  // name, then fields (no terminators)
 };
 static_assert(sizeof(ApiInfo) == 24);

@@ -1,0 +1,226 @@
+// Search and heuristic-selection recognition; see searches.h.
+#include "trace/searches.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace cuprobe::reader {
+
+namespace {
+
+enum Role : uint8_t {
+  kOther,
+  kFinalize,
+  kExecute,
+  kElapsed,
+  kAlloc,
+  kLegacyFind,
+  kLegacyGet,
+  kLegacyConvExec,
+};
+
+constexpr int kGraphKind = 15;  // CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR
+constexpr int kPlanKind = 5;    // CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR
+
+double as_double(uint64_t bits) {
+  double d;
+  std::memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+}  // namespace
+
+std::vector<SearchCandidate> parse_legacy_results(const std::string& s) {
+  std::vector<SearchCandidate> out;
+  std::stringstream items(s);
+  std::string item;
+  while (std::getline(items, item, ';')) {
+    SearchCandidate c;
+    int algo = -1, status = 0, det = 0, math = 0;
+    double time = -1;
+    unsigned long long memory = 0;
+    if (std::sscanf(item.c_str(), "%d:%d:%lf:%llu:%d:%d", &algo, &status, &time, &memory, &det, &math) != 6) continue;
+    c.engine = algo;
+    c.build_status = status;
+    c.time_ms = status == 0 ? time : -1;
+    c.workspace = memory;
+    c.knobs = "math=" + std::to_string(math) + (det ? "" : ",nondeterministic");
+    out.push_back(c);
+  }
+  return out;
+}
+
+SearchTracker::SearchTracker(const TraceFile& trace, Sink sink) : trace_(trace), sink_(std::move(sink)) {
+  const auto& apis = trace.apis();
+  fields_.resize(apis.size());
+  role_.assign(apis.size(), kOther);
+  for (size_t id = 0; id < apis.size(); ++id) {
+    const Api& a = apis[id];
+    Fields& f = fields_[id];
+    f = Fields{a.field_index("desc"),   a.field_index("kind"),  a.field_index("problem"),  a.field_index("problem_hash"),
+               a.field_index("engine"), a.field_index("knobs"), a.field_index("workspace"), a.field_index("notes"),
+               a.field_index("plan"),   a.field_index("ms"),    a.field_index("size"),     a.field_index("results"),
+               a.field_index("algo"),   a.field_index("math"),  a.field_index("returned"), a.field_index("ws_ptr")};
+    if (a.name == "cudnnBackendFinalize") role_[id] = kFinalize;
+    else if (a.name == "cudnnBackendExecute") role_[id] = kExecute;
+    else if (a.name == "cudaEventElapsedTime") role_[id] = kElapsed;
+    else if (a.flags & trace::kApiDeviceAlloc) role_[id] = kAlloc;
+    else if ((a.flags & trace::kApiAlgoSearch) && a.name.rfind("cudnnFind", 0) == 0) role_[id] = kLegacyFind;
+    else if ((a.flags & trace::kApiAlgoSearch) && a.name.rfind("cudnnGet", 0) == 0) role_[id] = kLegacyGet;
+    else if ((a.flags & trace::kApiCudnnExec) && a.name.rfind("cudnnConvolution", 0) == 0) role_[id] = kLegacyConvExec;
+  }
+}
+
+// A benchmark search is complete once its winner ran; a heuristic selection once a candidate
+// executed successfully (the first one is the winner).
+void SearchTracker::close(Episode& ep) {
+  if (!ep.open) return;
+  SearchRecord& r = ep.rec;
+  if (ep.timed) {
+    r.mode = "benchmark";
+  } else if (r.winner < 0) {
+    r.winner = ep.first_ok;
+  }
+  r.complete = r.winner >= 0;
+  sink_(r);
+  ep = Episode{};
+}
+
+void SearchTracker::on_event(const Event& e) {
+  if (e.api >= role_.size()) return;
+  uint8_t role = role_[e.api];
+  if (role == kOther) return;
+  const Fields& f = fields_[e.api];
+  ThreadState& ts = threads_[e.tid];
+  Episode& ep = ts.episode;
+  switch (role) {
+    case kFinalize: {
+      int64_t kind = i(e, f.kind);
+      if (kind != kGraphKind && kind != kPlanKind) return;
+      uint64_t hash = u(e, f.problem_hash);
+      if (kind == kGraphKind && e.ret != 0) return;
+      if (ep.open && hash != 0 && ep.rec.problem_hash != hash) close(ep);
+      if (!ep.open) {
+        ep.open = true;
+        ep.rec = SearchRecord{};
+        ep.rec.pid = e.pid;
+        ep.rec.tid = e.tid;
+        ep.rec.device = e.device;
+        ep.rec.api = "backend";
+        ep.rec.mode = "heuristic";
+        ep.rec.problem = trace_.string(uint32_t(u(e, f.problem)));
+        ep.rec.problem_hash = hash;
+        ep.rec.start_ns = e.ts_ns;
+      }
+      ep.rec.end_ns = e.ts_ns + e.dur_ns;
+      if (kind == kPlanKind) {
+        SearchCandidate c;
+        c.plan = u(e, f.desc);
+        c.engine = i(e, f.engine);
+        c.knobs = trace_.string(uint32_t(u(e, f.knobs)));
+        c.workspace = u(e, f.workspace);
+        c.notes = uint32_t(u(e, f.notes));
+        c.build_status = e.ret;
+        if (e.ret != 0) ep.rec.plans_rejected++;
+        ep.by_plan[c.plan] = ep.rec.candidates.size();
+        ep.rec.candidates.push_back(c);
+        if (ep.rec.device < 0) ep.rec.device = e.device;
+      }
+      return;
+    }
+    case kExecute: {
+      if (!ep.open) return;
+      auto it = ep.by_plan.find(u(e, f.plan));
+      if (it == ep.by_plan.end()) {
+        // A plan from outside the episode runs: the episode is over.
+        close(ep);
+        return;
+      }
+      SearchCandidate& c = ep.rec.candidates[it->second];
+      bool rerun_after_timing = ep.timed && c.time_ms >= 0;
+      c.executions++;
+      c.exec_status = e.ret;
+      ep.last_executed = int(it->second);
+      if (ep.first_ok < 0) ep.rec.end_ns = e.ts_ns;
+      if (e.ret == 0 && ep.first_ok < 0) ep.first_ok = int(it->second);
+      if (rerun_after_timing) {
+        ep.rec.end_ns = e.ts_ns;
+        ep.rec.winner = int(it->second);
+        close(ep);
+      }
+      return;
+    }
+    case kElapsed: {
+      if (!ep.open || ep.last_executed < 0 || e.ret != 0) return;
+      double ms = as_double(u(e, f.ms));
+      SearchCandidate& c = ep.rec.candidates[size_t(ep.last_executed)];
+      if (c.time_ms < 0 || ms < c.time_ms) c.time_ms = ms;
+      ep.timed = true;
+      ep.rec.end_ns = e.ts_ns + e.dur_ns;
+      return;
+    }
+    case kAlloc: {
+      if (ep.open && e.ret == 0) ep.rec.search_workspace = std::max(ep.rec.search_workspace, u(e, f.size));
+      return;
+    }
+    case kLegacyFind:
+    case kLegacyGet: {
+      uint64_t hash = u(e, f.problem_hash);
+      auto old = ts.legacy.find(hash);
+      if (old != ts.legacy.end()) {
+        sink_(old->second.rec);  // asked again before running it: still incomplete
+        ts.legacy.erase(old);
+      }
+      SearchRecord r;
+      r.pid = e.pid;
+      r.tid = e.tid;
+      r.device = e.device;
+      r.api = trace_.api_name(e.api);
+      r.mode = role == kLegacyFind ? "benchmark" : "heuristic";
+      r.problem = trace_.string(uint32_t(u(e, f.problem)));
+      r.problem_hash = hash;
+      r.start_ns = e.ts_ns;
+      r.end_ns = e.ts_ns + e.dur_ns;
+      r.candidates = parse_legacy_results(trace_.string(uint32_t(u(e, f.results))));
+      for (const auto& c : r.candidates) r.plans_rejected += c.build_status != 0 ? 1 : 0;
+      r.search_workspace = f.workspace >= 0 ? u(e, f.workspace) : 0;
+      ts.legacy[hash] = LegacyPending{r};
+      return;
+    }
+    case kLegacyConvExec: {
+      auto it = ts.legacy.find(u(e, f.problem_hash));
+      if (it == ts.legacy.end()) return;
+      SearchRecord& r = it->second.rec;
+      int64_t algo = i(e, f.algo);
+      r.winner = -1;
+      for (size_t k = 0; k < r.candidates.size(); ++k) {
+        if (r.candidates[k].engine == algo) r.winner = int(k);
+      }
+      if (r.winner < 0) {
+        SearchCandidate c;
+        c.engine = algo;
+        r.candidates.push_back(c);
+        r.winner = int(r.candidates.size()) - 1;
+      }
+      r.candidates[size_t(r.winner)].executions++;
+      r.candidates[size_t(r.winner)].exec_status = e.ret;
+      r.end_ns = e.ts_ns;
+      r.complete = true;
+      sink_(r);
+      ts.legacy.erase(it);
+      return;
+    }
+    default: return;
+  }
+}
+
+void SearchTracker::finish() {
+  for (auto& [tid, ts] : threads_) {
+    close(ts.episode);
+    for (auto& [hash, pending] : ts.legacy) sink_(pending.rec);
+    ts.legacy.clear();
+  }
+}
+
+}  // namespace cuprobe::reader

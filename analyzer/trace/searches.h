@@ -1,0 +1,106 @@
+// Recognising algorithm selection in a trace: benchmark searches (cudnn.benchmark) and
+// heuristic selections, for the backend (graph) API and the legacy API.
+//
+// The shim records the raw facts (operation graphs and plans finalized with their problem,
+// engine, knobs and workspace; executions; CUDA events recorded, synchronized and timed;
+// allocations; legacy Find*/Get* results). SearchTracker reads a process's calls in time order
+// and, per thread, rebuilds what cudnn-frontend and PyTorch did:
+//
+//  backend  an episode starts when an operation graph (or a plan) is finalized for a problem;
+//           its candidates are the plans built for that problem. If executions of candidates
+//           are timed with CUDA events (warm-up, record, execute, record, synchronize, elapsed
+//           time: cudnn-frontend's time_sorted_plan), it is a benchmark search, and the winner
+//           is the first plan executed again after it was timed. Otherwise it is a heuristic
+//           selection and the winner is the first candidate that executed successfully.
+//  legacy   a cudnnFind* call is a benchmark search with the results cuDNN returned; a
+//           cudnnGet*_v7 call a heuristic query. The winner is the algorithm of the next
+//           execution of that problem on the same thread.
+//
+// Deriving searches offline keeps the shim simple and lets a trace cut short mid-search still
+// yield a (partial, complete=false) record. Memory is bounded by the open episodes: one per
+// thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "trace/reader.h"
+
+namespace cuprobe::reader {
+
+struct SearchCandidate {
+  uint64_t plan = 0;     // backend plan id (0 for legacy)
+  int64_t engine = -1;   // backend engine global index, or legacy algorithm
+  std::string knobs;     // backend knobs ("tile=2,stages=3"), legacy math type
+  uint64_t workspace = 0;
+  int32_t build_status = 0;  // finalize status (legacy: the result's status)
+  int32_t exec_status = -1;  // last execution status, -1 when never executed
+  int executions = 0;
+  double time_ms = -1;   // measured time (min over timed runs), -1 when not timed
+  uint32_t notes = 0;    // numerical notes bits
+};
+
+struct SearchRecord {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  int device = -1;
+  std::string api;   // "backend" or the legacy function
+  std::string mode;  // "benchmark" or "heuristic"
+  std::string problem;
+  uint64_t problem_hash = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;  // when the winner started running (or the last event of the episode)
+  std::vector<SearchCandidate> candidates;
+  int winner = -1;  // index into candidates, -1 when the trace ends before a winner ran
+  uint64_t search_workspace = 0;  // largest allocation made during the search
+  int plans_rejected = 0;         // candidates whose build failed (routine NOT_SUPPORTED)
+  bool complete = false;
+};
+
+class SearchTracker {
+ public:
+  using Sink = std::function<void(const SearchRecord&)>;
+  SearchTracker(const TraceFile& trace, Sink sink);
+  void on_event(const Event& e);
+  void finish();  // closes every open episode (complete=false where no winner ran)
+
+ private:
+  struct Episode {
+    bool open = false;
+    SearchRecord rec;
+    std::map<uint64_t, size_t> by_plan;  // plan id -> candidate index
+    int last_executed = -1;              // candidate index of the latest execution
+    int first_ok = -1;                   // candidate index of the first successful execution
+    bool timed = false;
+  };
+  struct LegacyPending {
+    SearchRecord rec;
+  };
+  struct ThreadState {
+    Episode episode;
+    std::map<uint64_t, LegacyPending> legacy;  // problem hash -> search awaiting its winner
+  };
+
+  void close(Episode& ep);
+  uint64_t u(const Event& e, int field) const { return field >= 0 && field < e.nargs ? e.args[field] : 0; }
+  int64_t i(const Event& e, int field) const { return int64_t(u(e, field)); }
+
+  const TraceFile& trace_;
+  Sink sink_;
+  std::map<uint32_t, ThreadState> threads_;
+  // Field indices per API id, resolved once.
+  struct Fields {
+    int desc, kind, problem, problem_hash, engine, knobs, workspace, notes, plan, ms, size, results, algo, math,
+        returned, ws;
+  };
+  std::vector<Fields> fields_;
+  std::vector<uint8_t> role_;  // what each API id is to the tracker
+};
+
+// Parses a legacy results string "algo:status:time_ms:memory:det:math;...".
+std::vector<SearchCandidate> parse_legacy_results(const std::string& s);
+
+}  // namespace cuprobe::reader

@@ -1,0 +1,888 @@
+// What each cuDNN call records: one Capture<> specialization per function of cudnn_hooks.h
+// that needs more than the common fields. Descriptor calls (quiet) update the mirror and write
+// an event only when they fail or matter (an operation graph or plan finalized, heuristics
+// results); executions, algorithm queries and workspace queries are always events, naming
+// their problem by its interned signature (field `problem`) and hash (`problem_hash`).
+#pragma once
+
+#include <cudnn.h>
+
+#include "cudnn_capture.h"
+#include "cudnn_mirror.h"
+#include "hook.h"
+
+namespace cuprobe::shim {
+
+template <>
+struct LibraryTraits<trace::Library::kCudnn> {
+  static constexpr cudnnStatus_t kMissing = CUDNN_STATUS_NOT_INITIALIZED;
+  static bool ok(cudnnStatus_t r) { return r == CUDNN_STATUS_SUCCESS; }
+  static int device(ThreadState& t) { return current_device(t); }
+};
+
+// Device and stream of the handle an event ran on.
+inline void on_handle(CallWriter& w, const void* handle) {
+  int device = -1;
+  const void* stream = nullptr;
+  if (handle_lookup(handle, &device, &stream)) {
+    w.device(device);
+    w.stream(stream);
+  }
+}
+
+inline uint32_t desc_id(const void* desc) {
+  DescEntry* e = desc_find(desc);
+  return e ? e->id : 0;
+}
+
+// ---- handles -------------------------------------------------------------------------------
+
+template <>
+struct Capture<ApiId::cudnnCreate> {
+  static constexpr const char* kFields = "handle:p";
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnHandle_t* h) {
+    int device = current_device(w.thread());
+    if (r == CUDNN_STATUS_SUCCESS && h) handle_created(*h, device);
+    w.p(r == CUDNN_STATUS_SUCCESS && h ? static_cast<const void*>(*h) : nullptr);
+    w.device(device);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnDestroy> {
+  static constexpr const char* kFields = "handle:p";
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h) {
+    on_handle(w, h);
+    handle_destroyed(h);
+    w.p(h);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSetStream> {
+  static constexpr const char* kFields = "handle:p";
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnHandle_t h, cudaStream_t s) {
+    if (r == CUDNN_STATUS_SUCCESS) handle_set_stream(h, s);
+    on_handle(w, h);
+    w.p(h);
+  }
+};
+
+// ---- backend API ---------------------------------------------------------------------------
+
+template <>
+struct Capture<ApiId::cudnnBackendCreateDescriptor> {
+  static constexpr const char* kFields = "desc:u,kind:i";
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnBackendDescriptorType_t type, cudnnBackendDescriptor_t* d) {
+    DescEntry* e = (r == CUDNN_STATUS_SUCCESS && d) ? desc_create(*d, uint16_t(type)) : nullptr;
+    w.u(e ? e->id : 0);
+    w.i(type);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnBackendDestroyDescriptor> {
+  static constexpr const char* kFields = "desc:u,kind:i";
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnBackendDescriptor_t d) {
+    DescEntry* e = desc_find(d);
+    w.u(e ? e->id : 0);
+    w.i(e ? e->kind : -1);
+    if (r == CUDNN_STATUS_SUCCESS) desc_destroy(d);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnBackendSetAttribute> {
+  static constexpr const char* kFields = "desc:u,kind:i,attr:i,count:i";
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+                    cudnnBackendAttributeType_t type, int64_t count, const void* elements) {
+    DescEntry* e = desc_find(d);
+    if (e && r == CUDNN_STATUS_SUCCESS) mirror_set_attribute(*e, name, type, count, elements);
+    w.u(e ? e->id : 0);
+    w.i(e ? e->kind : -1);
+    w.i(name);
+    w.i(count);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnBackendGetAttribute> {
+  static constexpr const char* kFields = "desc:u,kind:i,attr:i,count:i,problem:s,problem_hash:x";
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnBackendDescriptor_t const d, cudnnBackendAttributeName_t name,
+                    cudnnBackendAttributeType_t, int64_t, int64_t* count, void* elements) {
+    DescEntry* e = desc_find(d);
+    int64_t n = (r == CUDNN_STATUS_SUCCESS && count) ? *count : -1;
+    if (e && r == CUDNN_STATUS_SUCCESS && mirror_get_attribute(*e, name, n, elements)) w.emit();
+    ProblemRef p = e && e->kind == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR ? graph_problem_of(graph_of_heur(e)) : ProblemRef{};
+    w.u(e ? e->id : 0);
+    w.i(e ? e->kind : -1);
+    w.i(name);
+    w.i(n);
+    w.u(p.sid);
+    w.u(p.hash);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnBackendFinalize> {
+  static constexpr const char* kFields =
+      "desc:u,kind:i,problem:s,problem_hash:x,engine:i,knobs:s,workspace:u,notes:x,behavior:x,align:u";
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnBackendDescriptor_t d) {
+    DescEntry* e = desc_find(d);
+    if (e && mirror_finalize(*e, d, r)) w.emit();
+    ProblemRef p;
+    int64_t engine = -1;
+    uint32_t knobs = 0, notes = 0, behavior = 0;
+    uint64_t workspace = 0;
+    int64_t align = 0;
+    if (e && e->kind == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) {
+      const PlanState& plan = e->u.plan;
+      p = ProblemRef{plan.problem_sid, plan.problem_hash};
+      engine = plan.engine;
+      knobs = plan.knobs_sid;
+      workspace = plan.workspace;
+      notes = plan.notes;
+      behavior = plan.behavior;
+      align = plan.min_alignment;
+      on_handle(w, plan.handle);
+    } else if (e && e->kind == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) {
+      p = ProblemRef{e->u.graph.problem_sid, e->u.graph.problem_hash};
+      align = e->u.graph.min_alignment;
+    }
+    w.u(e ? e->id : 0);
+    w.i(e ? e->kind : -1);
+    w.u(p.sid);
+    w.u(p.hash);
+    w.i(engine);
+    w.u(knobs);
+    w.u(workspace);
+    w.u(notes);
+    w.u(behavior);
+    w.u(uint64_t(align));
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnBackendExecute> {
+  static constexpr const char* kFields = "plan:u,problem:s,problem_hash:x,engine:i,knobs:s,workspace:u,ws_ptr:p,align:u";
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, cudnnBackendDescriptor_t plan_desc,
+                    cudnnBackendDescriptor_t pack_desc) {
+    on_handle(w, h);
+    DescEntry* plan = desc_find(plan_desc);
+    DescEntry* pack = desc_find(pack_desc);
+    bool is_plan = plan && plan->kind == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR;
+    bool is_pack = pack && pack->kind == CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR;
+    w.u(plan ? plan->id : 0);
+    w.u(is_plan ? plan->u.plan.problem_sid : 0);
+    w.u(is_plan ? plan->u.plan.problem_hash : 0);
+    w.i(is_plan ? plan->u.plan.engine : -1);
+    w.u(is_plan ? plan->u.plan.knobs_sid : 0);
+    w.u(is_plan ? plan->u.plan.workspace : 0);
+    w.p(is_pack ? pack->u.pack.workspace : nullptr);
+    w.u(is_pack ? pack->u.pack.min_alignment : 0);
+  }
+};
+
+// ---- legacy descriptors --------------------------------------------------------------------
+
+template <uint16_t kKind, typename Desc>
+struct LegacyCreate {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, Desc* d) {
+    if (r == CUDNN_STATUS_SUCCESS && d) desc_create(*d, kKind);
+  }
+};
+template <typename Desc>
+struct LegacyDestroy {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, Desc d) {
+    if (r == CUDNN_STATUS_SUCCESS) desc_destroy(d);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnCreateTensorDescriptor> : LegacyCreate<kLegacyTensor, cudnnTensorDescriptor_t> {};
+template <>
+struct Capture<ApiId::cudnnCreateFilterDescriptor> : LegacyCreate<kLegacyFilter, cudnnFilterDescriptor_t> {};
+template <>
+struct Capture<ApiId::cudnnCreateConvolutionDescriptor>
+    : LegacyCreate<kLegacyConvolution, cudnnConvolutionDescriptor_t> {};
+template <>
+struct Capture<ApiId::cudnnCreateActivationDescriptor>
+    : LegacyCreate<kLegacyActivation, cudnnActivationDescriptor_t> {};
+template <>
+struct Capture<ApiId::cudnnCreatePoolingDescriptor> : LegacyCreate<kLegacyPooling, cudnnPoolingDescriptor_t> {};
+template <>
+struct Capture<ApiId::cudnnCreateDropoutDescriptor> : LegacyCreate<kLegacyDropout, cudnnDropoutDescriptor_t> {};
+template <>
+struct Capture<ApiId::cudnnCreateRNNDescriptor> : LegacyCreate<kLegacyRnn, cudnnRNNDescriptor_t> {};
+template <>
+struct Capture<ApiId::cudnnCreateRNNDataDescriptor> : LegacyCreate<kLegacyRnnData, cudnnRNNDataDescriptor_t> {};
+template <>
+struct Capture<ApiId::cudnnCreateCTCLossDescriptor> : LegacyCreate<kLegacyCtcLoss, cudnnCTCLossDescriptor_t> {};
+template <>
+struct Capture<ApiId::cudnnCreateSpatialTransformerDescriptor>
+    : LegacyCreate<kLegacySpatialTransformer, cudnnSpatialTransformerDescriptor_t> {};
+
+template <>
+struct Capture<ApiId::cudnnDestroyTensorDescriptor> : LegacyDestroy<cudnnTensorDescriptor_t> {};
+template <>
+struct Capture<ApiId::cudnnDestroyFilterDescriptor> : LegacyDestroy<cudnnFilterDescriptor_t> {};
+template <>
+struct Capture<ApiId::cudnnDestroyConvolutionDescriptor> : LegacyDestroy<cudnnConvolutionDescriptor_t> {};
+template <>
+struct Capture<ApiId::cudnnDestroyActivationDescriptor> : LegacyDestroy<cudnnActivationDescriptor_t> {};
+template <>
+struct Capture<ApiId::cudnnDestroyPoolingDescriptor> : LegacyDestroy<cudnnPoolingDescriptor_t> {};
+template <>
+struct Capture<ApiId::cudnnDestroyDropoutDescriptor> : LegacyDestroy<cudnnDropoutDescriptor_t> {};
+template <>
+struct Capture<ApiId::cudnnDestroyRNNDescriptor> : LegacyDestroy<cudnnRNNDescriptor_t> {};
+template <>
+struct Capture<ApiId::cudnnDestroyRNNDataDescriptor> : LegacyDestroy<cudnnRNNDataDescriptor_t> {};
+template <>
+struct Capture<ApiId::cudnnDestroyCTCLossDescriptor> : LegacyDestroy<cudnnCTCLossDescriptor_t> {};
+template <>
+struct Capture<ApiId::cudnnDestroySpatialTransformerDescriptor> : LegacyDestroy<cudnnSpatialTransformerDescriptor_t> {};
+
+// The entry of a legacy descriptor of the expected kind, created on the spot when the
+// application set up a descriptor created before the shim saw it.
+inline DescEntry* legacy_entry(const void* d, uint16_t kind) {
+  DescEntry* e = desc_find(d);
+  if (e == nullptr) e = desc_create(d, kind);
+  return (e && e->kind == kind) ? e : nullptr;
+}
+
+template <>
+struct Capture<ApiId::cudnnSetTensorNdDescriptor> {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, cudnnTensorDescriptor_t d, cudnnDataType_t dtype, int n,
+                    const int* dims, const int* strides) {
+    if (r == CUDNN_STATUS_SUCCESS) set_legacy_tensor(d, dtype, n, dims, strides, -1);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSetTensorNdDescriptorEx> {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, cudnnTensorDescriptor_t d, cudnnTensorFormat_t format,
+                    cudnnDataType_t dtype, int n, const int* dims) {
+    if (r == CUDNN_STATUS_SUCCESS) set_legacy_tensor(d, dtype, n, dims, nullptr, format);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSetTensor4dDescriptor> {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, cudnnTensorDescriptor_t d, cudnnTensorFormat_t format,
+                    cudnnDataType_t dtype, int n, int c, int h, int wd) {
+    const int dims[4] = {n, c, h, wd};
+    if (r == CUDNN_STATUS_SUCCESS) set_legacy_tensor(d, dtype, 4, dims, nullptr, format);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSetTensor4dDescriptorEx> {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, cudnnTensorDescriptor_t d, cudnnDataType_t dtype, int n, int c,
+                    int h, int wd, int ns, int cs, int hs, int ws) {
+    const int dims[4] = {n, c, h, wd};
+    const int strides[4] = {ns, cs, hs, ws};
+    if (r == CUDNN_STATUS_SUCCESS) set_legacy_tensor(d, dtype, 4, dims, strides, -1);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSetFilterNdDescriptor> {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, cudnnFilterDescriptor_t d, cudnnDataType_t dtype,
+                    cudnnTensorFormat_t format, int n, const int* dims) {
+    if (r == CUDNN_STATUS_SUCCESS) set_legacy_filter(d, dtype, format, n, dims);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSetFilter4dDescriptor> {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, cudnnFilterDescriptor_t d, cudnnDataType_t dtype,
+                    cudnnTensorFormat_t format, int k, int c, int h, int wd) {
+    const int dims[4] = {k, c, h, wd};
+    if (r == CUDNN_STATUS_SUCCESS) set_legacy_filter(d, dtype, format, 4, dims);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSetConvolutionNdDescriptor> {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, cudnnConvolutionDescriptor_t d, int n, const int* pad,
+                    const int* stride, const int* dilation, cudnnConvolutionMode_t mode, cudnnDataType_t compute) {
+    if (r == CUDNN_STATUS_SUCCESS) set_legacy_conv(d, n, pad, stride, dilation, mode, compute);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSetConvolution2dDescriptor> {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, cudnnConvolutionDescriptor_t d, int ph, int pw, int u, int v,
+                    int dh, int dw, cudnnConvolutionMode_t mode, cudnnDataType_t compute) {
+    const int pad[2] = {ph, pw}, stride[2] = {u, v}, dilation[2] = {dh, dw};
+    if (r == CUDNN_STATUS_SUCCESS) set_legacy_conv(d, 2, pad, stride, dilation, mode, compute);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSetConvolutionGroupCount> {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, cudnnConvolutionDescriptor_t d, int groups) {
+    if (DescEntry* e = r == CUDNN_STATUS_SUCCESS ? legacy_entry(d, kLegacyConvolution) : nullptr) {
+      e->u.conv.groups = groups;
+    }
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSetConvolutionMathType> {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, cudnnConvolutionDescriptor_t d, cudnnMathType_t math) {
+    if (DescEntry* e = r == CUDNN_STATUS_SUCCESS ? legacy_entry(d, kLegacyConvolution) : nullptr) {
+      e->u.conv.math = int8_t(math);
+    }
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSetActivationDescriptor> {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, cudnnActivationDescriptor_t d, cudnnActivationMode_t mode,
+                    cudnnNanPropagation_t, double coef) {
+    if (DescEntry* e = r == CUDNN_STATUS_SUCCESS ? legacy_entry(d, kLegacyActivation) : nullptr) {
+      e->u.activation.mode = mode;
+      e->u.activation.coef = coef;
+    }
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSetPooling2dDescriptor> {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, cudnnPoolingDescriptor_t d, cudnnPoolingMode_t mode,
+                    cudnnNanPropagation_t, int wh, int ww, int ph, int pw, int sh, int sw) {
+    const int window[2] = {wh, ww}, pad[2] = {ph, pw}, stride[2] = {sh, sw};
+    if (r == CUDNN_STATUS_SUCCESS) set_legacy_pooling(d, mode, 2, window, pad, stride);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSetPoolingNdDescriptor> {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, cudnnPoolingDescriptor_t d, const cudnnPoolingMode_t mode,
+                    const cudnnNanPropagation_t, int n, const int* window, const int* pad, const int* stride) {
+    if (r == CUDNN_STATUS_SUCCESS) set_legacy_pooling(d, mode, n, window, pad, stride);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSetDropoutDescriptor> {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, cudnnDropoutDescriptor_t d, cudnnHandle_t, float p, void*, size_t,
+                    unsigned long long) {
+    if (DescEntry* e = r == CUDNN_STATUS_SUCCESS ? legacy_entry(d, kLegacyDropout) : nullptr) e->u.dropout = p;
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnRestoreDropoutDescriptor> : Capture<ApiId::cudnnSetDropoutDescriptor> {};
+
+template <>
+struct Capture<ApiId::cudnnSetRNNDescriptor_v8> {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, cudnnRNNDescriptor_t d, cudnnRNNAlgo_t algo, cudnnRNNMode_t cell,
+                    cudnnRNNBiasMode_t bias, cudnnDirectionMode_t dir, cudnnRNNInputMode_t input, cudnnDataType_t dtype,
+                    cudnnDataType_t prec, cudnnMathType_t math, int32_t input_size, int32_t hidden, int32_t proj,
+                    int32_t layers, cudnnDropoutDescriptor_t, uint32_t) {
+    if (DescEntry* e = r == CUDNN_STATUS_SUCCESS ? legacy_entry(d, kLegacyRnn) : nullptr) {
+      e->u.rnn = RnnState{algo, cell, bias, dir, input, dtype, prec, math, input_size, hidden, proj, layers};
+    }
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSetRNNDataDescriptor> {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, cudnnRNNDataDescriptor_t d, cudnnDataType_t dtype,
+                    cudnnRNNDataLayout_t layout, int max_seq, int batch, int vector, const int*, void*) {
+    if (DescEntry* e = r == CUDNN_STATUS_SUCCESS ? legacy_entry(d, kLegacyRnnData) : nullptr) {
+      e->u.rnn_data = RnnDataState{dtype, layout, max_seq, batch, vector};
+    }
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSetCTCLossDescriptorEx> {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, cudnnCTCLossDescriptor_t d, cudnnDataType_t compute,
+                    cudnnLossNormalizationMode_t norm, cudnnNanPropagation_t) {
+    if (DescEntry* e = r == CUDNN_STATUS_SUCCESS ? legacy_entry(d, kLegacyCtcLoss) : nullptr) {
+      e->u.ctc = CtcState{compute, norm, -1, 0};
+    }
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSetCTCLossDescriptor_v9> {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, cudnnCTCLossDescriptor_t d, cudnnDataType_t compute,
+                    cudnnLossNormalizationMode_t norm, cudnnCTCGradMode_t grad, int max_label) {
+    if (DescEntry* e = r == CUDNN_STATUS_SUCCESS ? legacy_entry(d, kLegacyCtcLoss) : nullptr) {
+      e->u.ctc = CtcState{compute, norm, grad, max_label};
+    }
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSetSpatialTransformerNdDescriptor> {
+  static constexpr const char* kFields = "";
+  static void after(CallWriter&, cudnnStatus_t r, cudnnSpatialTransformerDescriptor_t d, cudnnSamplerType_t sampler,
+                    cudnnDataType_t dtype, const int n, const int* dims) {
+    DescEntry* e = r == CUDNN_STATUS_SUCCESS ? legacy_entry(d, kLegacySpatialTransformer) : nullptr;
+    if (e == nullptr) return;
+    e->u.st.sampler = sampler;
+    e->u.st.dtype = dtype;
+    e->u.st.nbdims = uint8_t(n > 5 ? 5 : (n < 0 ? 0 : n));
+    for (int i = 0; i < e->u.st.nbdims; ++i) e->u.st.dims[i] = dims ? dims[i] : 0;
+  }
+};
+
+// ---- legacy algorithm queries and searches ---------------------------------------------------
+
+inline constexpr const char* kAlgoFields = "problem:s,problem_hash:x,returned:i,best:i,results:s,math:i";
+
+template <typename Perf>
+void algo_results(CallWriter& w, cudnnStatus_t r, ProblemRef p, const int* returned, const Perf* perf, int math) {
+  int n = (r == CUDNN_STATUS_SUCCESS && returned) ? *returned : 0;
+  w.u(p.sid);
+  w.u(p.hash);
+  w.i(n);
+  w.i(n > 0 && perf ? int(perf[0].algo) : -1);
+  w.u(n > 0 ? perf_results_string(perf, n) : 0);
+  w.i(math);
+}
+
+template <>
+struct Capture<ApiId::cudnnGetConvolutionForwardAlgorithm_v7> {
+  static constexpr const char* kFields = kAlgoFields;
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnHandle_t h, const cudnnTensorDescriptor_t x,
+                    const cudnnFilterDescriptor_t wd, const cudnnConvolutionDescriptor_t c, const cudnnTensorDescriptor_t y,
+                    const int, int* returned, cudnnConvolutionFwdAlgoPerf_t* perf) {
+    on_handle(w, h);
+    algo_results(w, r, legacy_conv_problem("conv_fwd", x, wd, c, y), returned, perf, legacy_math_type(c));
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnGetConvolutionBackwardDataAlgorithm_v7> {
+  static constexpr const char* kFields = kAlgoFields;
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnHandle_t h, const cudnnFilterDescriptor_t wd,
+                    const cudnnTensorDescriptor_t dy, const cudnnConvolutionDescriptor_t c, const cudnnTensorDescriptor_t dx,
+                    const int, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+    on_handle(w, h);
+    algo_results(w, r, legacy_conv_problem("conv_dgrad", dy, wd, c, dx), returned, perf, legacy_math_type(c));
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnGetConvolutionBackwardFilterAlgorithm_v7> {
+  static constexpr const char* kFields = kAlgoFields;
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnHandle_t h, const cudnnTensorDescriptor_t x,
+                    const cudnnTensorDescriptor_t dy, const cudnnConvolutionDescriptor_t c, const cudnnFilterDescriptor_t dw,
+                    const int, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+    on_handle(w, h);
+    algo_results(w, r, legacy_conv_problem("conv_wgrad", x, dy, c, dw), returned, perf, legacy_math_type(c));
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnFindConvolutionForwardAlgorithm> : Capture<ApiId::cudnnGetConvolutionForwardAlgorithm_v7> {};
+template <>
+struct Capture<ApiId::cudnnFindConvolutionBackwardDataAlgorithm>
+    : Capture<ApiId::cudnnGetConvolutionBackwardDataAlgorithm_v7> {};
+template <>
+struct Capture<ApiId::cudnnFindConvolutionBackwardFilterAlgorithm>
+    : Capture<ApiId::cudnnGetConvolutionBackwardFilterAlgorithm_v7> {};
+
+inline constexpr const char* kFindExFields = "problem:s,problem_hash:x,returned:i,best:i,results:s,math:i,workspace:u,ws_ptr:p";
+
+template <>
+struct Capture<ApiId::cudnnFindConvolutionForwardAlgorithmEx> {
+  static constexpr const char* kFields = kFindExFields;
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnHandle_t h, const cudnnTensorDescriptor_t x, const void*,
+                    const cudnnFilterDescriptor_t wd, const void*, const cudnnConvolutionDescriptor_t c,
+                    const cudnnTensorDescriptor_t y, void*, const int, int* returned,
+                    cudnnConvolutionFwdAlgoPerf_t* perf, void* ws, size_t ws_size) {
+    on_handle(w, h);
+    algo_results(w, r, legacy_conv_problem("conv_fwd", x, wd, c, y), returned, perf, legacy_math_type(c));
+    w.u(ws_size);
+    w.p(ws);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnFindConvolutionBackwardDataAlgorithmEx> {
+  static constexpr const char* kFields = kFindExFields;
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnHandle_t h, const cudnnFilterDescriptor_t wd, const void*,
+                    const cudnnTensorDescriptor_t dy, const void*, const cudnnConvolutionDescriptor_t c,
+                    const cudnnTensorDescriptor_t dx, void*, const int, int* returned,
+                    cudnnConvolutionBwdDataAlgoPerf_t* perf, void* ws, size_t ws_size) {
+    on_handle(w, h);
+    algo_results(w, r, legacy_conv_problem("conv_dgrad", dy, wd, c, dx), returned, perf, legacy_math_type(c));
+    w.u(ws_size);
+    w.p(ws);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnFindConvolutionBackwardFilterAlgorithmEx> {
+  static constexpr const char* kFields = kFindExFields;
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnHandle_t h, const cudnnTensorDescriptor_t x, const void*,
+                    const cudnnTensorDescriptor_t dy, const void*, const cudnnConvolutionDescriptor_t c,
+                    const cudnnFilterDescriptor_t dw, void*, const int, int* returned,
+                    cudnnConvolutionBwdFilterAlgoPerf_t* perf, void* ws, size_t ws_size) {
+    on_handle(w, h);
+    algo_results(w, r, legacy_conv_problem("conv_wgrad", x, dy, c, dw), returned, perf, legacy_math_type(c));
+    w.u(ws_size);
+    w.p(ws);
+  }
+};
+
+// ---- workspace queries -----------------------------------------------------------------------
+
+inline constexpr const char* kWorkspaceQueryFields = "problem:s,problem_hash:x,algo:i,size:u";
+
+inline void workspace_answer(CallWriter& w, cudnnStatus_t r, ProblemRef p, int algo, const size_t* size) {
+  w.u(p.sid);
+  w.u(p.hash);
+  w.i(algo);
+  w.u(r == CUDNN_STATUS_SUCCESS && size ? *size : 0);
+}
+
+template <>
+struct Capture<ApiId::cudnnGetConvolutionForwardWorkspaceSize> {
+  static constexpr const char* kFields = kWorkspaceQueryFields;
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnHandle_t h, const cudnnTensorDescriptor_t x,
+                    const cudnnFilterDescriptor_t wd, const cudnnConvolutionDescriptor_t c, const cudnnTensorDescriptor_t y,
+                    cudnnConvolutionFwdAlgo_t algo, size_t* size) {
+    on_handle(w, h);
+    workspace_answer(w, r, legacy_conv_problem("conv_fwd", x, wd, c, y), algo, size);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnGetConvolutionBackwardDataWorkspaceSize> {
+  static constexpr const char* kFields = kWorkspaceQueryFields;
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnHandle_t h, const cudnnFilterDescriptor_t wd,
+                    const cudnnTensorDescriptor_t dy, const cudnnConvolutionDescriptor_t c, const cudnnTensorDescriptor_t dx,
+                    cudnnConvolutionBwdDataAlgo_t algo, size_t* size) {
+    on_handle(w, h);
+    workspace_answer(w, r, legacy_conv_problem("conv_dgrad", dy, wd, c, dx), algo, size);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnGetConvolutionBackwardFilterWorkspaceSize> {
+  static constexpr const char* kFields = kWorkspaceQueryFields;
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnHandle_t h, const cudnnTensorDescriptor_t x,
+                    const cudnnTensorDescriptor_t dy, const cudnnConvolutionDescriptor_t c, const cudnnFilterDescriptor_t dw,
+                    cudnnConvolutionBwdFilterAlgo_t algo, size_t* size) {
+    on_handle(w, h);
+    workspace_answer(w, r, legacy_conv_problem("conv_wgrad", x, dy, c, dw), algo, size);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize> {
+  static constexpr const char* kFields = kWorkspaceQueryFields;
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnHandle_t h, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t ops,
+                    const cudnnTensorDescriptor_t x, const cudnnTensorDescriptor_t, const cudnnTensorDescriptor_t,
+                    const cudnnTensorDescriptor_t, const cudnnActivationDescriptor_t, size_t* size) {
+    on_handle(w, h);
+    workspace_answer(w, r, legacy_bn_problem("bn_fwd_train", mode, ops, x), -1, size);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnGetBatchNormalizationBackwardExWorkspaceSize> {
+  static constexpr const char* kFields = kWorkspaceQueryFields;
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnHandle_t h, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t ops,
+                    const cudnnTensorDescriptor_t x, const cudnnTensorDescriptor_t, const cudnnTensorDescriptor_t,
+                    const cudnnTensorDescriptor_t, const cudnnTensorDescriptor_t, const cudnnTensorDescriptor_t,
+                    const cudnnActivationDescriptor_t, size_t* size) {
+    on_handle(w, h);
+    workspace_answer(w, r, legacy_bn_problem("bn_bwd", mode, ops, x), -1, size);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnGetBatchNormalizationTrainingExReserveSpaceSize> {
+  static constexpr const char* kFields = kWorkspaceQueryFields;
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnHandle_t h, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t ops,
+                    const cudnnActivationDescriptor_t, const cudnnTensorDescriptor_t x, size_t* size) {
+    on_handle(w, h);
+    workspace_answer(w, r, legacy_bn_problem("bn_fwd_train", mode, ops, x), -1, size);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnGetRNNTempSpaceSizes> {
+  static constexpr const char* kFields = "problem:s,problem_hash:x,size:u,reserve:u";
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnHandle_t h, cudnnRNNDescriptor_t rnn, cudnnForwardMode_t mode,
+                    cudnnRNNDataDescriptor_t x, size_t* ws, size_t* reserve) {
+    on_handle(w, h);
+    ProblemRef p = legacy_rnn_problem("rnn", rnn, x, mode);
+    bool ok = r == CUDNN_STATUS_SUCCESS;
+    w.u(p.sid);
+    w.u(p.hash);
+    w.u(ok && ws ? *ws : 0);
+    w.u(ok && reserve ? *reserve : 0);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnGetCTCLossWorkspaceSize> {
+  static constexpr const char* kFields = kWorkspaceQueryFields;
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnHandle_t h, const cudnnTensorDescriptor_t probs,
+                    const cudnnTensorDescriptor_t, const int*, const int*, const int*, cudnnCTCLossAlgo_t algo,
+                    cudnnCTCLossDescriptor_t, size_t* size) {
+    on_handle(w, h);
+    workspace_answer(w, r, legacy_ctc_problem(probs, algo), algo, size);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnGetCTCLossWorkspaceSize_v8> {
+  static constexpr const char* kFields = kWorkspaceQueryFields;
+  static void after(CallWriter& w, cudnnStatus_t r, cudnnHandle_t h, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t,
+                    const cudnnTensorDescriptor_t probs, const cudnnTensorDescriptor_t, size_t* size) {
+    on_handle(w, h);
+    workspace_answer(w, r, legacy_ctc_problem(probs, algo), algo, size);
+  }
+};
+
+// ---- legacy executions -----------------------------------------------------------------------
+
+inline constexpr const char* kConvExecFields = "problem:s,problem_hash:x,algo:i,workspace:u,ws_ptr:p,align:u,math:i";
+
+inline void conv_exec(CallWriter& w, cudnnHandle_t h, ProblemRef p, int algo, size_t ws_size, const void* ws,
+                      const void* a, const void* b, const void* out, const void* conv) {
+  on_handle(w, h);
+  const void* ptrs[4] = {a, b, out, ws};
+  w.u(p.sid);
+  w.u(p.hash);
+  w.i(algo);
+  w.u(ws_size);
+  w.p(ws);
+  w.u(min_alignment(ptrs, 4));
+  w.i(legacy_math_type(conv));
+}
+
+template <>
+struct Capture<ApiId::cudnnConvolutionForward> {
+  static constexpr const char* kFields = kConvExecFields;
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, const void*, const cudnnTensorDescriptor_t xd,
+                    const void* x, const cudnnFilterDescriptor_t wd, const void* wp, const cudnnConvolutionDescriptor_t c,
+                    cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_size, const void*,
+                    const cudnnTensorDescriptor_t yd, void* y) {
+    conv_exec(w, h, legacy_conv_problem("conv_fwd", xd, wd, c, yd), algo, ws_size, ws, x, wp, y, c);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnConvolutionBackwardData> {
+  static constexpr const char* kFields = kConvExecFields;
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, const void*, const cudnnFilterDescriptor_t wd,
+                    const void* wp, const cudnnTensorDescriptor_t dyd, const void* dy,
+                    const cudnnConvolutionDescriptor_t c, cudnnConvolutionBwdDataAlgo_t algo, void* ws, size_t ws_size,
+                    const void*, const cudnnTensorDescriptor_t dxd, void* dx) {
+    conv_exec(w, h, legacy_conv_problem("conv_dgrad", dyd, wd, c, dxd), algo, ws_size, ws, dy, wp, dx, c);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnConvolutionBackwardFilter> {
+  static constexpr const char* kFields = kConvExecFields;
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, const void*, const cudnnTensorDescriptor_t xd,
+                    const void* x, const cudnnTensorDescriptor_t dyd, const void* dy,
+                    const cudnnConvolutionDescriptor_t c, cudnnConvolutionBwdFilterAlgo_t algo, void* ws,
+                    size_t ws_size, const void*, const cudnnFilterDescriptor_t dwd, void* dw) {
+    conv_exec(w, h, legacy_conv_problem("conv_wgrad", xd, dyd, c, dwd), algo, ws_size, ws, x, dy, dw, c);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnConvolutionBiasActivationForward> {
+  static constexpr const char* kFields = kConvExecFields;
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, const void*, const cudnnTensorDescriptor_t xd,
+                    const void* x, const cudnnFilterDescriptor_t wd, const void* wp, const cudnnConvolutionDescriptor_t c,
+                    cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_size, const void*, const cudnnTensorDescriptor_t,
+                    const void*, const cudnnTensorDescriptor_t, const void*, const cudnnActivationDescriptor_t,
+                    const cudnnTensorDescriptor_t yd, void* y) {
+    conv_exec(w, h, legacy_conv_problem("conv_fwd", xd, wd, c, yd, " +bias +act"), algo, ws_size, ws, x, wp, y, c);
+  }
+};
+
+inline constexpr const char* kExecFields = "problem:s,problem_hash:x,workspace:u,ws_ptr:p,reserve:u";
+
+inline void exec_fields(CallWriter& w, cudnnHandle_t h, ProblemRef p, size_t ws_size, const void* ws, size_t reserve) {
+  on_handle(w, h);
+  w.u(p.sid);
+  w.u(p.hash);
+  w.u(ws_size);
+  w.p(ws);
+  w.u(reserve);
+}
+
+template <>
+struct Capture<ApiId::cudnnBatchNormalizationForwardTrainingEx> {
+  static constexpr const char* kFields = kExecFields;
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t ops,
+                    const void*, const void*, const cudnnTensorDescriptor_t xd, const void*,
+                    const cudnnTensorDescriptor_t, const void*, const cudnnTensorDescriptor_t, void*,
+                    const cudnnTensorDescriptor_t, const void*, const void*, double, void*, void*, double, void*, void*,
+                    cudnnActivationDescriptor_t, void* ws, size_t ws_size, void*, size_t reserve) {
+    exec_fields(w, h, legacy_bn_problem("bn_fwd_train", mode, ops, xd), ws_size, ws, reserve);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnBatchNormalizationBackwardEx> {
+  static constexpr const char* kFields = kExecFields;
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t ops,
+                    const void*, const void*, const void*, const void*, const cudnnTensorDescriptor_t xd, const void*,
+                    const cudnnTensorDescriptor_t, const void*, const cudnnTensorDescriptor_t, const void*,
+                    const cudnnTensorDescriptor_t, void*, const cudnnTensorDescriptor_t, void*,
+                    const cudnnTensorDescriptor_t, const void*, const void*, void*, void*, double, const void*,
+                    const void*, cudnnActivationDescriptor_t, void* ws, size_t ws_size, void*, size_t reserve) {
+    exec_fields(w, h, legacy_bn_problem("bn_bwd", mode, ops, xd), ws_size, ws, reserve);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnBatchNormalizationForwardInference> {
+  static constexpr const char* kFields = kExecFields;
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, cudnnBatchNormMode_t mode, const void*, const void*,
+                    const cudnnTensorDescriptor_t xd, const void*, const cudnnTensorDescriptor_t, void*,
+                    const cudnnTensorDescriptor_t, const void*, const void*, const void*, const void*, double) {
+    exec_fields(w, h, legacy_bn_problem("bn_fwd_infer", mode, -1, xd), 0, nullptr, 0);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnRNNForward> {
+  static constexpr const char* kFields = kExecFields;
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, cudnnRNNDescriptor_t rnn, cudnnForwardMode_t mode,
+                    const int32_t*, cudnnRNNDataDescriptor_t xd, const void*, cudnnRNNDataDescriptor_t, void*,
+                    cudnnTensorDescriptor_t, const void*, void*, cudnnTensorDescriptor_t, const void*, void*, size_t,
+                    const void*, size_t ws_size, void* ws, size_t reserve, void*) {
+    exec_fields(w, h, legacy_rnn_problem("rnn_fwd", rnn, xd, mode), ws_size, ws, reserve);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnRNNBackwardData_v8> {
+  static constexpr const char* kFields = kExecFields;
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, cudnnRNNDescriptor_t rnn, const int32_t*,
+                    cudnnRNNDataDescriptor_t, const void*, const void*, cudnnRNNDataDescriptor_t xd, void*,
+                    cudnnTensorDescriptor_t, const void*, const void*, void*, cudnnTensorDescriptor_t, const void*,
+                    const void*, void*, size_t, const void*, size_t ws_size, void* ws, size_t reserve, void*) {
+    exec_fields(w, h, legacy_rnn_problem("rnn_bwd_data", rnn, xd, -1), ws_size, ws, reserve);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnRNNBackwardWeights_v8> {
+  static constexpr const char* kFields = kExecFields;
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, cudnnRNNDescriptor_t rnn, cudnnWgradMode_t,
+                    const int32_t*, cudnnRNNDataDescriptor_t xd, const void*, cudnnTensorDescriptor_t, const void*,
+                    cudnnRNNDataDescriptor_t, const void*, size_t, void*, size_t ws_size, void* ws, size_t reserve,
+                    void*) {
+    exec_fields(w, h, legacy_rnn_problem("rnn_bwd_weights", rnn, xd, -1), ws_size, ws, reserve);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnPoolingForward> {
+  static constexpr const char* kFields = kExecFields;
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, const cudnnPoolingDescriptor_t pool, const void*,
+                    const cudnnTensorDescriptor_t xd, const void*, const void*, const cudnnTensorDescriptor_t yd, void*) {
+    exec_fields(w, h, legacy_pool_problem("pool_fwd", pool, xd, yd), 0, nullptr, 0);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnPoolingBackward> {
+  static constexpr const char* kFields = kExecFields;
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, const cudnnPoolingDescriptor_t pool, const void*,
+                    const cudnnTensorDescriptor_t yd, const void*, const cudnnTensorDescriptor_t, const void*,
+                    const cudnnTensorDescriptor_t xd, const void*, const void*, const cudnnTensorDescriptor_t, void*) {
+    exec_fields(w, h, legacy_pool_problem("pool_bwd", pool, xd, yd), 0, nullptr, 0);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnCTCLoss> {
+  static constexpr const char* kFields = kExecFields;
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, const cudnnTensorDescriptor_t probs, const void*,
+                    const int*, const int*, const int*, void*, const cudnnTensorDescriptor_t, void*,
+                    cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t, void* ws, size_t ws_size) {
+    exec_fields(w, h, legacy_ctc_problem(probs, algo), ws_size, ws, 0);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnCTCLoss_v8> {
+  static constexpr const char* kFields = kExecFields;
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t,
+                    const cudnnTensorDescriptor_t probs, const void*, const int*, const int*, const int*, void*,
+                    const cudnnTensorDescriptor_t, void*, size_t ws_size, void* ws) {
+    exec_fields(w, h, legacy_ctc_problem(probs, algo), ws_size, ws, 0);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSpatialTfSamplerForward> {
+  static constexpr const char* kFields = kExecFields;
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, cudnnSpatialTransformerDescriptor_t st, const void*,
+                    const cudnnTensorDescriptor_t xd, const void*, const void*, const void*, cudnnTensorDescriptor_t yd,
+                    void*) {
+    exec_fields(w, h, legacy_st_problem("st_sampler_fwd", st, xd, yd), 0, nullptr, 0);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSpatialTfSamplerBackward> {
+  static constexpr const char* kFields = kExecFields;
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, cudnnSpatialTransformerDescriptor_t st, const void*,
+                    const cudnnTensorDescriptor_t xd, const void*, const void*, const cudnnTensorDescriptor_t, void*,
+                    const void*, const cudnnTensorDescriptor_t dyd, const void*, const void*, const void*, void*) {
+    exec_fields(w, h, legacy_st_problem("st_sampler_bwd", st, xd, dyd), 0, nullptr, 0);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSpatialTfGridGeneratorForward> {
+  static constexpr const char* kFields = kExecFields;
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, const cudnnSpatialTransformerDescriptor_t st,
+                    const void*, void*) {
+    exec_fields(w, h, legacy_st_problem("st_grid_fwd", st, nullptr, nullptr), 0, nullptr, 0);
+  }
+};
+
+template <>
+struct Capture<ApiId::cudnnSpatialTfGridGeneratorBackward> {
+  static constexpr const char* kFields = kExecFields;
+  static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, const cudnnSpatialTransformerDescriptor_t st,
+                    const void*, void*) {
+    exec_fields(w, h, legacy_st_problem("st_grid_bwd", st, nullptr, nullptr), 0, nullptr, 0);
+  }
+};
+
+}  // namespace cuprobe::shim

@@ -1,0 +1,792 @@
+// cuDNN capture logic; see cudnn_capture.h.
+#include "cudnn_capture.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+#include "cudnn_signature.h"
+#include "recorder.h"
+#include "resolve.h"
+
+namespace cuprobe::shim {
+
+namespace {
+
+template <typename T>
+T element(const void* elements, int64_t i) {
+  T v;
+  memcpy(&v, static_cast<const char*>(elements) + i * int64_t(sizeof(T)), sizeof v);
+  return v;
+}
+
+void copy_i64(int64_t* dst, int max, const void* elements, int64_t count, uint8_t* n_out) {
+  int n = count < max ? int(count) : max;
+  for (int i = 0; i < n; ++i) dst[i] = element<int64_t>(elements, i);
+  if (n_out) *n_out = uint8_t(n);
+}
+
+void copy_i32_from_i64(int32_t* dst, int max, const void* elements, int64_t count) {
+  int n = count < max ? int(count) : max;
+  for (int i = 0; i < n; ++i) dst[i] = int32_t(element<int64_t>(elements, i));
+}
+
+void set_tensor_attribute(TensorState& t, cudnnBackendAttributeName_t name, const void* el, int64_t count) {
+  switch (name) {
+    case CUDNN_ATTR_TENSOR_DATA_TYPE: t.dtype = int8_t(element<cudnnDataType_t>(el, 0)); break;
+    case CUDNN_ATTR_TENSOR_DIMENSIONS: copy_i64(t.dims, kMaxDims, el, count, &t.nbdims); break;
+    case CUDNN_ATTR_TENSOR_STRIDES: copy_i64(t.strides, kMaxDims, el, count, nullptr); break;
+    case CUDNN_ATTR_TENSOR_UNIQUE_ID: t.uid = element<int64_t>(el, 0); break;
+    case CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT: t.alignment = element<int64_t>(el, 0); break;
+    case CUDNN_ATTR_TENSOR_IS_VIRTUAL: t.is_virtual = element<bool>(el, 0); break;
+    case CUDNN_ATTR_TENSOR_IS_BY_VALUE: t.by_value = element<bool>(el, 0); break;
+    default: break;
+  }
+}
+
+void set_conv_attribute(ConvState& c, cudnnBackendAttributeName_t name, const void* el, int64_t count) {
+  switch (name) {
+    case CUDNN_ATTR_CONVOLUTION_COMP_TYPE: c.compute = int8_t(element<cudnnDataType_t>(el, 0)); break;
+    case CUDNN_ATTR_CONVOLUTION_CONV_MODE: c.mode = int8_t(element<cudnnConvolutionMode_t>(el, 0)); break;
+    case CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS: c.spatial = uint8_t(element<int64_t>(el, 0)); break;
+    case CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS: copy_i32_from_i64(c.pre, 3, el, count); break;
+    case CUDNN_ATTR_CONVOLUTION_POST_PADDINGS: copy_i32_from_i64(c.post, 3, el, count); break;
+    case CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES: copy_i32_from_i64(c.stride, 3, el, count); break;
+    case CUDNN_ATTR_CONVOLUTION_DILATIONS: copy_i32_from_i64(c.dilation, 3, el, count); break;
+    default: break;
+  }
+}
+
+// Where an operation attribute puts its descriptor: the auxiliary descriptor (convolution,
+// pointwise, matmul, reduction), an input slot, or the output (slot 2).
+enum Role { kNone, kAux, kIn0, kIn1, kIn2, kOut };
+
+Role op_role(int kind, cudnnBackendAttributeName_t name) {
+  switch (kind) {
+    case CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR:
+      return name == CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC ? kAux
+             : name == CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X       ? kIn0
+             : name == CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W       ? kIn1
+             : name == CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y       ? kOut
+                                                                        : kNone;
+    case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR:
+      return name == CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC ? kAux
+             : name == CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY      ? kIn0
+             : name == CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W       ? kIn1
+             : name == CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX      ? kOut
+                                                                         : kNone;
+    case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR:
+      return name == CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC ? kAux
+             : name == CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X       ? kIn0
+             : name == CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY      ? kIn1
+             : name == CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW      ? kOut
+                                                                           : kNone;
+    case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR:
+      return name == CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR ? kAux
+             : name == CUDNN_ATTR_OPERATION_POINTWISE_XDESC       ? kIn0
+             : name == CUDNN_ATTR_OPERATION_POINTWISE_BDESC       ? kIn1
+             : name == CUDNN_ATTR_OPERATION_POINTWISE_DYDESC      ? kIn1
+             : name == CUDNN_ATTR_OPERATION_POINTWISE_TDESC       ? kIn2
+             : name == CUDNN_ATTR_OPERATION_POINTWISE_YDESC       ? kOut
+             : name == CUDNN_ATTR_OPERATION_POINTWISE_DXDESC      ? kOut
+                                                                  : kNone;
+    case CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR:
+      return name == CUDNN_ATTR_OPERATION_MATMUL_DESC    ? kAux
+             : name == CUDNN_ATTR_OPERATION_MATMUL_ADESC ? kIn0
+             : name == CUDNN_ATTR_OPERATION_MATMUL_BDESC ? kIn1
+             : name == CUDNN_ATTR_OPERATION_MATMUL_CDESC ? kOut
+                                                         : kNone;
+    case CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR:
+      return name == CUDNN_ATTR_OPERATION_REDUCTION_DESC    ? kAux
+             : name == CUDNN_ATTR_OPERATION_REDUCTION_XDESC ? kIn0
+             : name == CUDNN_ATTR_OPERATION_REDUCTION_YDESC ? kOut
+                                                            : kNone;
+    case CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR:
+      return name == CUDNN_ATTR_OPERATION_NORM_FWD_XDESC ? kIn0 : kNone;
+    default: return kNone;
+  }
+}
+
+void set_op_attribute(DescEntry& e, cudnnBackendAttributeName_t name, const void* el) {
+  OpState& op = e.u.op;
+  if (e.kind == CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR && name == CUDNN_ATTR_OPERATION_NORM_FWD_MODE) {
+    op.mode = element<int32_t>(el, 0);
+    return;
+  }
+  Role role = op_role(e.kind, name);
+  if (role == kNone) return;
+  void* desc = element<void*>(el, 0);
+  switch (role) {
+    case kAux: op.conv = desc; break;
+    case kIn0: op.tensors[0] = desc; break;
+    case kIn1: op.tensors[1] = desc; break;
+    case kIn2: op.tensors[2] = desc; break;
+    default: op.tensors[kOpOutput] = desc; break;
+  }
+}
+
+bool is_op_kind(int kind) {
+  return kind >= CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR && kind != CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR &&
+         kind != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR && kind != CUDNN_BACKEND_TENSOR_DESCRIPTOR &&
+         kind != CUDNN_BACKEND_MATMUL_DESCRIPTOR && kind != CUDNN_BACKEND_REDUCTION_DESCRIPTOR &&
+         kind != CUDNN_BACKEND_RESAMPLE_DESCRIPTOR && kind != CUDNN_BACKEND_RNG_DESCRIPTOR &&
+         kind != CUDNN_BACKEND_KERNEL_CACHE_DESCRIPTOR && kind != CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR &&
+         kind < kKindBackendLimit;
+}
+
+const char* knob_name(int type) {
+  switch (type) {
+    case CUDNN_KNOB_TYPE_SPLIT_K: return "split_k";
+    case CUDNN_KNOB_TYPE_SWIZZLE: return "swizzle";
+    case CUDNN_KNOB_TYPE_TILE_SIZE: return "tile";
+    case CUDNN_KNOB_TYPE_EDGE: return "edge";
+    case CUDNN_KNOB_TYPE_MULTIPLY: return "multiply";
+    case CUDNN_KNOB_TYPE_SPLIT_K_BUF: return "split_k_buf";
+    case CUDNN_KNOB_TYPE_TILEK: return "tilek";
+    case CUDNN_KNOB_TYPE_STAGES: return "stages";
+    case CUDNN_KNOB_TYPE_REDUCTION_MODE: return "reduction";
+    case CUDNN_KNOB_TYPE_SPLIT_K_SLC: return "split_k_slc";
+    case CUDNN_KNOB_TYPE_IDX_MODE: return "idx_mode";
+    case CUDNN_KNOB_TYPE_SPECFILT: return "specfilt";
+    case CUDNN_KNOB_TYPE_KERNEL_CFG: return "kernel_cfg";
+    case CUDNN_KNOB_TYPE_WORKSPACE: return "workspace";
+    case CUDNN_KNOB_TYPE_TILE_CGA_M: return "cga_m";
+    case CUDNN_KNOB_TYPE_TILE_CGA_N: return "cga_n";
+    case CUDNN_KNOB_TYPE_BLOCK_SIZE: return "block";
+    case CUDNN_KNOB_TYPE_OCCUPANCY: return "occupancy";
+    case CUDNN_KNOB_TYPE_ARRAY_SIZE_PER_THREAD: return "array_per_thread";
+    case CUDNN_KNOB_TYPE_SPLIT_COLS: return "split_cols";
+    case CUDNN_KNOB_TYPE_TILE_ROWS: return "tile_rows";
+    case CUDNN_KNOB_TYPE_TILE_COLS: return "tile_cols";
+    case CUDNN_KNOB_TYPE_LOAD_SIZE: return "load_size";
+    case CUDNN_KNOB_TYPE_CTA_COUNT: return "cta_count";
+    case CUDNN_KNOB_TYPE_STREAM_K: return "stream_k";
+    case CUDNN_KNOB_TYPE_SPLIT_P_SLC: return "split_p_slc";
+    case CUDNN_KNOB_TYPE_TILE_M: return "tile_m";
+    case CUDNN_KNOB_TYPE_TILE_N: return "tile_n";
+    case CUDNN_KNOB_TYPE_WARP_SPEC_CFG: return "warp_spec";
+    case CUDNN_KNOB_TYPE_SWAP_AB: return "swap_ab";
+    default: return nullptr;
+  }
+}
+
+// "k=v,k=v" sorted by knob type, so that the same configuration always reads the same.
+uint32_t knobs_string(const KnobSet& knobs) {
+  int order[kMaxKnobs];
+  int n = knobs.n < kMaxKnobs ? knobs.n : kMaxKnobs;
+  for (int i = 0; i < n; ++i) order[i] = i;
+  for (int i = 1; i < n; ++i) {
+    for (int j = i; j > 0 && knobs.types[order[j]] < knobs.types[order[j - 1]]; --j) {
+      int tmp = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = tmp;
+    }
+  }
+  char buf[512];
+  size_t len = 0;
+  for (int i = 0; i < n && len + 48 < sizeof buf; ++i) {
+    const char* name = knob_name(knobs.types[order[i]]);
+    int w = name ? snprintf(buf + len, sizeof buf - len, "%s%s=%lld", len ? "," : "", name,
+                            static_cast<long long>(knobs.values[order[i]]))
+                 : snprintf(buf + len, sizeof buf - len, "%sk%d=%lld", len ? "," : "", knobs.types[order[i]],
+                            static_cast<long long>(knobs.values[order[i]]));
+    if (w > 0) len += size_t(w);
+  }
+  buf[len] = 0;
+  return intern_string(buf);
+}
+
+// The real backend functions, for the queries the shim makes itself.
+struct Backend {
+  decltype(&::cudnnBackendCreateDescriptor) create;
+  decltype(&::cudnnBackendDestroyDescriptor) destroy;
+  decltype(&::cudnnBackendGetAttribute) get;
+  bool ok() const { return create && destroy && get; }
+};
+
+Backend backend() {
+  return Backend{reinterpret_cast<decltype(&::cudnnBackendCreateDescriptor)>(real_function(ApiId::cudnnBackendCreateDescriptor)),
+                 reinterpret_cast<decltype(&::cudnnBackendDestroyDescriptor)>(real_function(ApiId::cudnnBackendDestroyDescriptor)),
+                 reinterpret_cast<decltype(&::cudnnBackendGetAttribute)>(real_function(ApiId::cudnnBackendGetAttribute))};
+}
+
+uint32_t note_bits(const Backend& b, void* engine, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type) {
+  int32_t notes[16];
+  int64_t n = 0;
+  if (b.get(engine, name, type, 16, &n, notes) != CUDNN_STATUS_SUCCESS) return 0;
+  uint32_t bits = 0;
+  for (int64_t i = 0; i < n && i < 16; ++i) {
+    if (notes[i] >= 0 && notes[i] < 32) bits |= 1u << notes[i];
+  }
+  return bits;
+}
+
+// Asks cuDNN which engine and knobs an engine configuration holds, and the engine's notes. The
+// configuration may have been filled by heuristics inside cuDNN, where the mirror cannot see.
+void query_cfg(EngineCfgState& cfg, void* cfg_desc) {
+  cfg.queried = 1;
+  Backend b = backend();
+  if (!b.ok()) return;
+  cudnnBackendDescriptor_t engine = nullptr;
+  if (b.create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine) == CUDNN_STATUS_SUCCESS) {
+    int64_t n = 0;
+    if (b.get(cfg_desc, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine) ==
+        CUDNN_STATUS_SUCCESS) {
+      int64_t index = -1;
+      if (b.get(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index) == CUDNN_STATUS_SUCCESS) {
+        cfg.engine_index = index;
+      }
+      cfg.notes = note_bits(b, engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE);
+      cfg.behavior = note_bits(b, engine, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE);
+    }
+    b.destroy(engine);
+  }
+  cudnnBackendDescriptor_t knobs[kMaxKnobs] = {};
+  int made = 0;
+  while (made < kMaxKnobs && b.create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &knobs[made]) == CUDNN_STATUS_SUCCESS) ++made;
+  int64_t n = 0;
+  if (made > 0 && b.get(cfg_desc, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, made, &n, knobs) ==
+                      CUDNN_STATUS_SUCCESS) {
+    cfg.knobs.n = 0;
+    for (int64_t i = 0; i < n && i < made; ++i) {
+      cudnnBackendKnobType_t type;
+      int64_t value = 0, got = 0;
+      if (b.get(knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &got, &type) != CUDNN_STATUS_SUCCESS ||
+          b.get(knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &got, &value) != CUDNN_STATUS_SUCCESS) {
+        continue;
+      }
+      cfg.knobs.types[cfg.knobs.n] = type;
+      cfg.knobs.values[cfg.knobs.n] = value;
+      cfg.knobs.n++;
+    }
+  }
+  for (int i = 0; i < made; ++i) b.destroy(knobs[i]);
+}
+
+void finalize_graph(DescEntry& e) {
+  SigBuilder sig;
+  GraphState& g = e.u.graph;
+  if (!graph_signature(sig, g, &g.min_alignment)) return;
+  g.problem_sid = intern_string(sig.str());
+  g.problem_hash = sig.hash();
+}
+
+void finalize_plan(DescEntry& e, const void* desc, cudnnStatus_t status) {
+  PlanState& plan = e.u.plan;
+  DescEntry* cfg = desc_find(plan.cfg);
+  if (cfg && cfg->kind == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR) {
+    EngineCfgState& c = cfg->u.cfg;
+    DescEntry* engine = desc_find(c.engine);
+    if (engine && engine->kind == CUDNN_BACKEND_ENGINE_DESCRIPTOR) {
+      if (c.engine_index < 0) c.engine_index = engine->u.engine.global_index;
+      if (c.graph == nullptr) c.graph = engine->u.engine.graph;
+    }
+    if (!c.queried) query_cfg(c, plan.cfg);
+    plan.engine = c.engine_index;
+    plan.notes = c.notes;
+    plan.behavior = c.behavior;
+    plan.knobs_sid = knobs_string(c.knobs);
+    ProblemRef p = graph_problem_of(desc_find(c.graph));
+    plan.problem_sid = p.sid;
+    plan.problem_hash = p.hash;
+    DescEntry* g = desc_find(c.graph);
+    if (g && g->kind == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) plan.min_alignment = g->u.graph.min_alignment;
+  } else {
+    plan.engine = -1;
+  }
+  if (status != CUDNN_STATUS_SUCCESS) return;
+  Backend b = backend();
+  int64_t workspace = 0, n = 0;
+  if (b.get && b.get(const_cast<void*>(desc), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
+                     &workspace) == CUDNN_STATUS_SUCCESS) {
+    plan.workspace = uint64_t(workspace);
+  }
+}
+
+// Per-thread cache of legacy problems: raw key -> (sid, canonical hash). Direct-mapped.
+constexpr uint32_t kSigCacheSlots = 128;
+struct SigCacheSlot {
+  uint64_t key;
+  uint64_t hash;
+  uint32_t sid;
+  uint32_t pad;
+};
+__thread SigCacheSlot t_sig_cache[kSigCacheSlots] __attribute__((tls_model("initial-exec")));
+
+struct RawKey {
+  uint64_t h = 1469598103934665603ull;
+  void add(const void* p, size_t n) {
+    const uint8_t* b = static_cast<const uint8_t*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  }
+  void add_str(const char* s) { add(s, strlen(s)); }
+  void add_tensor(const TensorState* t) {
+    if (t == nullptr) {
+      add("-", 1);
+      return;
+    }
+    add(&t->dtype, 4);
+    add(&t->format, 4);
+    add(t->dims, sizeof(int64_t) * t->nbdims);
+    add(t->strides, sizeof(int64_t) * t->nbdims);
+  }
+};
+
+// Looks the raw key up; on a miss, `build` writes the signature and it is interned.
+template <typename Build>
+ProblemRef cached_problem(uint64_t key, Build build) {
+  SigCacheSlot& slot = t_sig_cache[key % kSigCacheSlots];
+  if (slot.key == key && slot.sid != 0) return ProblemRef{slot.sid, slot.hash};
+  SigBuilder sig;
+  if (!build(sig)) return ProblemRef{};
+  ProblemRef p{intern_string(sig.str()), sig.hash()};
+  slot = SigCacheSlot{key, p.hash, p.sid, 0};
+  return p;
+}
+
+const TensorState* legacy_tensor(const void* d) {
+  DescEntry* e = desc_find(d);
+  return e && (e->kind == kLegacyTensor || e->kind == kLegacyFilter) && e->u.tensor.nbdims > 0 ? &e->u.tensor : nullptr;
+}
+
+const char* bn_mode_name(int mode) {
+  switch (mode) {
+    case CUDNN_BATCHNORM_PER_ACTIVATION: return "per_activation";
+    case CUDNN_BATCHNORM_SPATIAL: return "spatial";
+    case CUDNN_BATCHNORM_SPATIAL_PERSISTENT: return "spatial_persistent";
+    default: return "mode?";
+  }
+}
+
+const char* bn_ops_name(int ops) {
+  switch (ops) {
+    case CUDNN_BATCHNORM_OPS_BN: return "bn";
+    case CUDNN_BATCHNORM_OPS_BN_ACTIVATION: return "bn_act";
+    case CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION: return "bn_add_act";
+    default: return nullptr;
+  }
+}
+
+const char* pool_mode_name(int mode) {
+  switch (mode) {
+    case CUDNN_POOLING_MAX: return "max";
+    case CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING: return "avg_incl_pad";
+    case CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING: return "avg";
+    case CUDNN_POOLING_MAX_DETERMINISTIC: return "max_det";
+    default: return "pool?";
+  }
+}
+
+const char* rnn_cell_name(int cell) {
+  switch (cell) {
+    case CUDNN_RNN_RELU: return "rnn_relu";
+    case CUDNN_RNN_TANH: return "rnn_tanh";
+    case CUDNN_LSTM: return "lstm";
+    case CUDNN_GRU: return "gru";
+    default: return "cell?";
+  }
+}
+
+}  // namespace
+
+void mirror_set_attribute(DescEntry& e, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
+                          int64_t count, const void* el) {
+  if (el == nullptr || count <= 0) return;
+  switch (e.kind) {
+    case CUDNN_BACKEND_TENSOR_DESCRIPTOR: set_tensor_attribute(e.u.tensor, name, el, count); return;
+    case CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR: set_conv_attribute(e.u.conv, name, el, count); return;
+    case CUDNN_BACKEND_POINTWISE_DESCRIPTOR:
+      if (name == CUDNN_ATTR_POINTWISE_MODE) e.u.op.mode = element<int32_t>(el, 0);
+      return;
+    case CUDNN_BACKEND_REDUCTION_DESCRIPTOR:
+      if (name == CUDNN_ATTR_REDUCTION_OPERATOR) e.u.op.mode = element<int32_t>(el, 0);
+      return;
+    case CUDNN_BACKEND_MATMUL_DESCRIPTOR:
+      if (name == CUDNN_ATTR_MATMUL_COMP_TYPE) e.u.op.mode = element<int32_t>(el, 0);
+      return;
+    case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
+      if (name == CUDNN_ATTR_OPERATIONGRAPH_OPS && type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
+        int n = count < kMaxGraphOps ? int(count) : kMaxGraphOps;
+        for (int i = 0; i < n; ++i) e.u.graph.ops[i] = element<void*>(el, i);
+        e.u.graph.n_ops = uint8_t(n);
+      }
+      return;
+    case CUDNN_BACKEND_ENGINE_DESCRIPTOR:
+      if (name == CUDNN_ATTR_ENGINE_OPERATION_GRAPH) e.u.engine.graph = element<void*>(el, 0);
+      if (name == CUDNN_ATTR_ENGINE_GLOBAL_INDEX) e.u.engine.global_index = element<int64_t>(el, 0);
+      return;
+    case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR:
+      if (name == CUDNN_ATTR_ENGINECFG_ENGINE) {
+        e.u.cfg.engine = element<void*>(el, 0);
+        e.u.cfg.engine_index = -1;
+        if (DescEntry* eng = desc_find(e.u.cfg.engine)) {
+          if (eng->kind == CUDNN_BACKEND_ENGINE_DESCRIPTOR) {
+            e.u.cfg.graph = eng->u.engine.graph;
+            e.u.cfg.engine_index = eng->u.engine.global_index;
+          }
+        }
+      } else if (name == CUDNN_ATTR_ENGINECFG_KNOB_CHOICES && type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
+        e.u.cfg.knobs.n = 0;
+        for (int64_t i = 0; i < count && e.u.cfg.knobs.n < kMaxKnobs; ++i) {
+          DescEntry* k = desc_find(element<void*>(el, i));
+          if (k == nullptr || k->kind != CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR) continue;
+          e.u.cfg.knobs.types[e.u.cfg.knobs.n] = k->u.knob.type;
+          e.u.cfg.knobs.values[e.u.cfg.knobs.n] = k->u.knob.value;
+          e.u.cfg.knobs.n++;
+        }
+      }
+      return;
+    case CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR:
+      if (name == CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE) e.u.knob.type = element<int32_t>(el, 0);
+      if (name == CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE) e.u.knob.value = element<int64_t>(el, 0);
+      return;
+    case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
+      if (name == CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH) e.u.heur.graph = element<void*>(el, 0);
+      if (name == CUDNN_ATTR_ENGINEHEUR_MODE) e.u.heur.mode = element<int32_t>(el, 0);
+      return;
+    case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
+      if (name == CUDNN_ATTR_EXECUTION_PLAN_HANDLE) e.u.plan.handle = element<void*>(el, 0);
+      if (name == CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG) e.u.plan.cfg = element<void*>(el, 0);
+      return;
+    case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR:
+      if (name == CUDNN_ATTR_VARIANT_PACK_WORKSPACE) e.u.pack.workspace = element<void*>(el, 0);
+      if (name == CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS) {
+        const void* ptrs[64];
+        int n = count < 64 ? int(count) : 64;
+        for (int i = 0; i < n; ++i) ptrs[i] = element<void*>(el, i);
+        e.u.pack.n_pointers = uint32_t(count);
+        e.u.pack.min_alignment = min_alignment(ptrs, n);
+      }
+      return;
+    default:
+      if (is_op_kind(e.kind)) set_op_attribute(e, name, el);
+      return;
+  }
+}
+
+bool mirror_get_attribute(DescEntry& e, cudnnBackendAttributeName_t name, int64_t count, const void* el) {
+  if (el == nullptr || count <= 0) return false;
+  switch (e.kind) {
+    case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
+      if (name != CUDNN_ATTR_ENGINEHEUR_RESULTS) return false;
+      // The configurations cuDNN just filled belong to the heuristics' operation graph.
+      for (int64_t i = 0; i < count; ++i) {
+        DescEntry* cfg = desc_find(element<void*>(el, i));
+        if (cfg && cfg->kind == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR) {
+          cfg->u.cfg.graph = e.u.heur.graph;
+          cfg->u.cfg.engine_index = -1;
+          cfg->u.cfg.queried = 0;
+        }
+      }
+      return true;
+    case CUDNN_BACKEND_ENGINE_DESCRIPTOR:
+      if (name == CUDNN_ATTR_ENGINE_GLOBAL_INDEX) e.u.engine.global_index = element<int64_t>(el, 0);
+      return false;
+    case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
+      if (name == CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE) e.u.plan.workspace = uint64_t(element<int64_t>(el, 0));
+      return false;
+    default: return false;
+  }
+}
+
+bool mirror_finalize(DescEntry& e, const void* desc, cudnnStatus_t status) {
+  e.finalized = status == CUDNN_STATUS_SUCCESS;
+  switch (e.kind) {
+    case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
+      if (status == CUDNN_STATUS_SUCCESS) finalize_graph(e);
+      return true;
+    case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
+      finalize_plan(e, desc, status);
+      return true;
+    default:
+      return false;
+  }
+}
+
+ProblemRef graph_problem_of(const DescEntry* graph) {
+  if (graph == nullptr || graph->kind != CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) return ProblemRef{};
+  return ProblemRef{graph->u.graph.problem_sid, graph->u.graph.problem_hash};
+}
+
+const DescEntry* graph_of_heur(const DescEntry* heur) { return heur ? desc_find(heur->u.heur.graph) : nullptr; }
+
+void set_legacy_tensor(const void* d, int dtype, int nbdims, const int* dims, const int* strides, int format) {
+  DescEntry* e = desc_find(d);
+  if (e == nullptr) e = desc_create(d, kLegacyTensor);
+  if (e == nullptr || e->kind != kLegacyTensor) return;
+  TensorState& t = e->u.tensor;
+  int n = nbdims < 0 ? 0 : (nbdims > kMaxDims ? kMaxDims : nbdims);
+  t.dtype = int8_t(dtype);
+  t.nbdims = uint8_t(n);
+  t.format = format;
+  for (int i = 0; i < n; ++i) t.dims[i] = dims ? dims[i] : 0;
+  if (strides) {
+    for (int i = 0; i < n; ++i) t.strides[i] = strides[i];
+    return;
+  }
+  // Packed in the given format: NCHW is row-major; NHWC keeps C innermost.
+  int64_t s = 1;
+  if (format == CUDNN_TENSOR_NHWC && n >= 3) {
+    t.strides[1] = s;
+    s *= t.dims[1];
+    for (int i = n - 1; i >= 2; --i) {
+      t.strides[i] = s;
+      s *= t.dims[i];
+    }
+    t.strides[0] = s;
+  } else {
+    for (int i = n - 1; i >= 0; --i) {
+      t.strides[i] = s;
+      s *= t.dims[i];
+    }
+  }
+}
+
+void set_legacy_filter(const void* d, int dtype, int format, int nbdims, const int* dims) {
+  DescEntry* e = desc_find(d);
+  if (e == nullptr) e = desc_create(d, kLegacyFilter);
+  if (e == nullptr || e->kind != kLegacyFilter) return;
+  TensorState& t = e->u.tensor;
+  int n = nbdims < 0 ? 0 : (nbdims > kMaxDims ? kMaxDims : nbdims);
+  t.dtype = int8_t(dtype);
+  t.nbdims = uint8_t(n);
+  t.format = format;
+  for (int i = 0; i < n; ++i) {
+    t.dims[i] = dims ? dims[i] : 0;
+    t.strides[i] = 0;  // a filter's layout is its format
+  }
+}
+
+void set_legacy_conv(const void* d, int n, const int* pad, const int* stride, const int* dilation, int mode,
+                     int compute) {
+  DescEntry* e = desc_find(d);
+  if (e == nullptr) e = desc_create(d, kLegacyConvolution);
+  if (e == nullptr || e->kind != kLegacyConvolution) return;
+  ConvState& c = e->u.conv;
+  int k = n < 0 ? 0 : (n > 3 ? 3 : n);
+  c.spatial = uint8_t(k);
+  c.mode = int8_t(mode);
+  c.compute = int8_t(compute);
+  if (c.groups == 0) c.groups = 1;
+  if (c.math == 0 && e->finalized == 0) c.math = -1;
+  for (int i = 0; i < k; ++i) {
+    c.pre[i] = c.post[i] = pad ? pad[i] : 0;
+    c.stride[i] = stride ? stride[i] : 1;
+    c.dilation[i] = dilation ? dilation[i] : 1;
+  }
+  e->finalized = 1;  // set up at least once
+}
+
+void set_legacy_pooling(const void* d, int mode, int n, const int* window, const int* pad, const int* stride) {
+  DescEntry* e = desc_find(d);
+  if (e == nullptr) e = desc_create(d, kLegacyPooling);
+  if (e == nullptr || e->kind != kLegacyPooling) return;
+  PoolingState& p = e->u.pooling;
+  int k = n < 0 ? 0 : (n > 3 ? 3 : n);
+  p.mode = mode;
+  p.nbdims = uint8_t(k);
+  for (int i = 0; i < k; ++i) {
+    p.window[i] = window ? window[i] : 0;
+    p.pad[i] = pad ? pad[i] : 0;
+    p.stride[i] = stride ? stride[i] : 1;
+  }
+}
+
+int legacy_math_type(const void* conv) {
+  DescEntry* e = desc_find(conv);
+  return e && e->kind == kLegacyConvolution ? e->u.conv.math : -1;
+}
+
+ProblemRef legacy_conv_problem(const char* kind, const void* in0, const void* in1, const void* conv, const void* out,
+                               const char* suffix) {
+  const TensorState* a = legacy_tensor(in0);
+  const TensorState* b = legacy_tensor(in1);
+  const TensorState* o = legacy_tensor(out);
+  DescEntry* c = desc_find(conv);
+  if (!a || !b || !o || !c || c->kind != kLegacyConvolution) return ProblemRef{};
+  RawKey key;
+  key.add_str(kind);
+  key.add_tensor(a);
+  key.add_tensor(b);
+  key.add_tensor(o);
+  key.add(&c->u.conv.mode, 4);
+  key.add(&c->u.conv.groups, sizeof(int32_t) * 13);
+  if (suffix) key.add_str(suffix);
+  char direction = kind[5];
+  return cached_problem(key.h, [&](SigBuilder& s) {
+    ConvState cs = c->u.conv;
+    if (direction == 'f') {
+      conv_signature(s, kind, "x", *a, "w", *b, cs, "y", *o);
+    } else if (direction == 'd') {
+      conv_signature(s, kind, "dy", *a, "w", *b, cs, "dx", *o);
+    } else {
+      conv_signature(s, kind, "x", *a, "dy", *b, cs, "dw", *o);
+    }
+    if (suffix) s.text(suffix);
+    return true;
+  });
+}
+
+ProblemRef legacy_bn_problem(const char* kind, int mode, int ops, const void* x) {
+  const TensorState* t = legacy_tensor(x);
+  if (t == nullptr) return ProblemRef{};
+  RawKey key;
+  key.add_str(kind);
+  key.add_tensor(t);
+  key.add(&mode, sizeof mode);
+  key.add(&ops, sizeof ops);
+  return cached_problem(key.h, [&](SigBuilder& s) {
+    s.text(kind);
+    s.ch(' ');
+    s.tensor("x", *t);
+    s.text(" mode:");
+    s.text(bn_mode_name(mode));
+    if (const char* name = bn_ops_name(ops)) {
+      s.text(" ops:");
+      s.text(name);
+    }
+    return true;
+  });
+}
+
+ProblemRef legacy_pool_problem(const char* kind, const void* pool, const void* x, const void* y) {
+  const TensorState* tx = legacy_tensor(x);
+  const TensorState* ty = legacy_tensor(y);
+  DescEntry* p = desc_find(pool);
+  if (!tx || !ty || !p || p->kind != kLegacyPooling) return ProblemRef{};
+  RawKey key;
+  key.add_str(kind);
+  key.add_tensor(tx);
+  key.add_tensor(ty);
+  key.add(&p->u.pooling, sizeof p->u.pooling);
+  return cached_problem(key.h, [&](SigBuilder& s) {
+    const PoolingState& ps = p->u.pooling;
+    s.text(kind);
+    s.ch(' ');
+    s.text(pool_mode_name(ps.mode));
+    s.ch(' ');
+    s.tensor("x", *tx);
+    s.text(" win");
+    s.list(ps.window, ps.nbdims);
+    s.text(" pad");
+    s.list(ps.pad, ps.nbdims);
+    s.text(" str");
+    s.list(ps.stride, ps.nbdims);
+    s.text(" -> ");
+    s.tensor("y", *ty);
+    return true;
+  });
+}
+
+ProblemRef legacy_rnn_problem(const char* kind, const void* rnn, const void* x, int fwd_mode) {
+  DescEntry* r = desc_find(rnn);
+  DescEntry* d = desc_find(x);
+  if (!r || r->kind != kLegacyRnn || !d || d->kind != kLegacyRnnData) return ProblemRef{};
+  RawKey key;
+  key.add_str(kind);
+  key.add(&r->u.rnn, sizeof r->u.rnn);
+  key.add(&d->u.rnn_data, sizeof d->u.rnn_data);
+  key.add(&fwd_mode, sizeof fwd_mode);
+  return cached_problem(key.h, [&](SigBuilder& s) {
+    const RnnState& rs = r->u.rnn;
+    const RnnDataState& ds = d->u.rnn_data;
+    s.text(kind);
+    s.ch(' ');
+    s.text(rnn_cell_name(rs.cell));
+    s.text(" in");
+    s.num(rs.input_size);
+    s.text(" hid");
+    s.num(rs.hidden_size);
+    if (rs.proj_size != rs.hidden_size && rs.proj_size > 0) {
+      s.text(" proj");
+      s.num(rs.proj_size);
+    }
+    s.text(" layers");
+    s.num(rs.layers);
+    s.text(rs.direction == CUDNN_BIDIRECTIONAL ? " bidir " : " unidir ");
+    s.text(dtype_name(rs.dtype));
+    s.text(" x[seq");
+    s.num(ds.max_seq);
+    s.text(",batch");
+    s.num(ds.batch);
+    s.text(",vec");
+    s.num(ds.vector);
+    s.ch(']');
+    if (fwd_mode >= 0) s.text(fwd_mode == CUDNN_FWD_MODE_TRAINING ? " training" : " inference");
+    return true;
+  });
+}
+
+ProblemRef legacy_ctc_problem(const void* probs, int algo) {
+  const TensorState* t = legacy_tensor(probs);
+  if (t == nullptr) return ProblemRef{};
+  RawKey key;
+  key.add_str("ctc");
+  key.add_tensor(t);
+  key.add(&algo, sizeof algo);
+  return cached_problem(key.h, [&](SigBuilder& s) {
+    s.text("ctc_loss ");
+    s.tensor("probs", *t);
+    s.text(algo == CUDNN_CTC_LOSS_ALGO_DETERMINISTIC ? " algo:deterministic" : " algo:nondeterministic");
+    return true;
+  });
+}
+
+ProblemRef legacy_st_problem(const char* kind, const void* st, const void* x, const void* y) {
+  DescEntry* e = desc_find(st);
+  if (e == nullptr || e->kind != kLegacySpatialTransformer) return ProblemRef{};
+  const TensorState* tx = legacy_tensor(x);
+  const TensorState* ty = legacy_tensor(y);
+  RawKey key;
+  key.add_str(kind);
+  key.add(&e->u.st, sizeof e->u.st);
+  key.add_tensor(tx);
+  key.add_tensor(ty);
+  return cached_problem(key.h, [&](SigBuilder& s) {
+    s.text(kind);
+    s.text(" dims");
+    s.list(e->u.st.dims, e->u.st.nbdims);
+    s.ch(' ');
+    s.text(dtype_name(e->u.st.dtype));
+    if (tx) {
+      s.ch(' ');
+      s.tensor("x", *tx);
+    }
+    if (ty) {
+      s.text(" -> ");
+      s.tensor("y", *ty);
+    }
+    s.text(e->u.st.sampler == CUDNN_SAMPLER_BILINEAR ? " bilinear" : " sampler?");
+    return true;
+  });
+}
+
+uint32_t perf_results_string_raw(const int* algo, const int* status, const float* time, const size_t* memory,
+                                 const int* det, const int* math, int n, int stride) {
+  char buf[2048];
+  size_t len = 0;
+  auto at = [stride](const auto* p, int i) {
+    return *reinterpret_cast<const decltype(p)>(reinterpret_cast<const char*>(p) + i * stride);
+  };
+  for (int i = 0; i < n && len + 80 < sizeof buf; ++i) {
+    int w = snprintf(buf + len, sizeof buf - len, "%s%d:%d:%.4f:%zu:%d:%d", i ? ";" : "", at(algo, i), at(status, i),
+                     double(at(time, i)), at(memory, i), at(det, i), at(math, i));
+    if (w > 0) len += size_t(w);
+  }
+  buf[len] = 0;
+  return intern_string(buf);
+}
+
+uint32_t min_alignment(const void* const* ptrs, int n) {
+  uint32_t best = 256;
+  for (int i = 0; i < n; ++i) {
+    uintptr_t p = reinterpret_cast<uintptr_t>(ptrs[i]);
+    if (p == 0) continue;
+    uint32_t a = 1;
+    while (a < 256 && (p & (a * 2 - 1)) == 0) a *= 2;
+    if (a < best) best = a;
+  }
+  return best;
+}
+
+}  // namespace cuprobe::shim

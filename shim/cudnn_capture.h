@@ -1,0 +1,67 @@
+// The cuDNN capture logic that is more than a few lines: mirroring backend attributes,
+// finalizing operation graphs and plans (problem signature, engine, knobs, notes, workspace),
+// legacy problems and algorithm results. Called from the Capture<> specializations in
+// capture_cudnn.h, on the calling thread, with the thread's guard held (calls the shim makes
+// into cuDNN itself go to the real functions and are not recorded).
+#pragma once
+
+#include <cudnn.h>
+#include <stdint.h>
+
+#include "cudnn_mirror.h"
+
+namespace cuprobe::shim {
+
+// What an event says about the problem it belongs to.
+struct ProblemRef {
+  uint32_t sid = 0;  // interned readable signature, 0 when unknown
+  uint64_t hash = 0;
+};
+
+void mirror_set_attribute(DescEntry& e, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
+                          int64_t count, const void* elements);
+// Learns from a successful GetAttribute; true when the call is worth an event (heuristics results).
+bool mirror_get_attribute(DescEntry& e, cudnnBackendAttributeName_t name, int64_t count, const void* elements);
+// After a Finalize (successful or not) of an operation graph or an execution plan: fills in the
+// problem, engine, knobs, notes and workspace. True when the finalize is worth an event.
+bool mirror_finalize(DescEntry& e, const void* desc, cudnnStatus_t status);
+
+// Legacy descriptor setters (created on the spot when the descriptor was made before the shim
+// saw it). Tensors without strides are packed in `format` order; filters keep their format.
+void set_legacy_tensor(const void* d, int dtype, int nbdims, const int* dims, const int* strides, int format);
+void set_legacy_filter(const void* d, int dtype, int format, int nbdims, const int* dims);
+void set_legacy_conv(const void* d, int n, const int* pad, const int* stride, const int* dilation, int mode,
+                     int compute);
+void set_legacy_pooling(const void* d, int mode, int n, const int* window, const int* pad, const int* stride);
+
+ProblemRef graph_problem_of(const DescEntry* graph);
+const DescEntry* graph_of_heur(const DescEntry* heur);
+
+// Legacy problems, cached per thread by the raw descriptor states so that a repeated problem
+// costs a hash, not a new signature.
+ProblemRef legacy_conv_problem(const char* kind, const void* in0, const void* in1, const void* conv,
+                               const void* out, const char* suffix = nullptr);
+ProblemRef legacy_bn_problem(const char* kind, int mode, int ops, const void* x);
+ProblemRef legacy_pool_problem(const char* kind, const void* pool, const void* x, const void* y);
+ProblemRef legacy_rnn_problem(const char* kind, const void* rnn, const void* x, int fwd_mode);
+ProblemRef legacy_ctc_problem(const void* probs, int algo);
+ProblemRef legacy_st_problem(const char* kind, const void* st, const void* x, const void* y);
+int legacy_math_type(const void* conv);
+
+// "algo:status:time_ms:memory:determinism:math;..." for the first n results, interned.
+template <typename Perf>
+uint32_t perf_results_string(const Perf* results, int n);
+uint32_t perf_results_string_raw(const int* algo, const int* status, const float* time, const size_t* memory,
+                                 const int* det, const int* math, int n, int stride_bytes);
+template <typename Perf>
+uint32_t perf_results_string(const Perf* r, int n) {
+  if (r == nullptr || n <= 0) return 0;
+  return perf_results_string_raw(reinterpret_cast<const int*>(&r[0].algo), reinterpret_cast<const int*>(&r[0].status),
+                                 &r[0].time, &r[0].memory, reinterpret_cast<const int*>(&r[0].determinism),
+                                 reinterpret_cast<const int*>(&r[0].mathType), n, int(sizeof(Perf)));
+}
+
+// Smallest power-of-two alignment of the given addresses (nullptrs ignored), capped at 256.
+uint32_t min_alignment(const void* const* ptrs, int n);
+
+}  // namespace cuprobe::shim
