@@ -16,6 +16,7 @@ struct LibraryTraits<trace::Library::kCudart> {
   static constexpr cudaError_t kMissing = cudaErrorSharedObjectSymbolNotFound;
   static bool ok(cudaError_t r) { return r == cudaSuccess; }
   static int device(ThreadState& t) { return current_device(t); }
+  static void on_event() {}
 };
 
 inline const void* out_ptr(cudaError_t r, void* const* p) { return (r == cudaSuccess && p) ? *p : nullptr; }

@@ -18,6 +18,8 @@ struct LibraryTraits<trace::Library::kCudnn> {
   static constexpr cudnnStatus_t kMissing = CUDNN_STATUS_NOT_INITIALIZED;
   static bool ok(cudnnStatus_t r) { return r == CUDNN_STATUS_SUCCESS; }
   static int device(ThreadState& t) { return current_device(t); }
+  // The first cuDNN event written also records cuDNN's version.
+  static void on_event() { note_cudnn_library(); }
 };
 
 // Device and stream of the handle an event ran on.

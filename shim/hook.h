@@ -69,7 +69,7 @@ struct Capture {
 };
 
 // Per-library behaviour: the value returned when the real function is missing, what counts as
-// success, and how the event's device is found.
+// success, how the event's device is found, and what the library's first event also records.
 template <trace::Library L>
 struct LibraryTraits;
 
@@ -144,6 +144,7 @@ struct Interceptor<kApi, Ret (*)(A...)> {
         return;
       }
     }
+    Traits::on_event();
     int device = w.device_override() != CallWriter::kNoOverride ? w.device_override() : Traits::device(t);
     if constexpr ((kInfo.flags & trace::kApiInitsDevice) != 0) {
       if (Traits::ok(ret) && device >= 0) note_device(device);

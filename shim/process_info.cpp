@@ -17,6 +17,7 @@ namespace {
 
 uint32_t g_described_devices;  // bit per device index < 32
 uint32_t g_versions_written;
+uint32_t g_cudnn_written;
 
 int env_int(const char* const* names) {
   for (; *names; ++names) {
@@ -128,6 +129,19 @@ void write_process_records() {
 void reset_process_info_after_fork() {
   g_described_devices = 0;
   g_versions_written = 0;
+  g_cudnn_written = 0;
+}
+
+void note_cudnn_library() {
+  if (__atomic_load_n(&g_cudnn_written, __ATOMIC_RELAXED)) return;
+  if (__atomic_exchange_n(&g_cudnn_written, 1u, __ATOMIC_ACQ_REL)) return;
+  using VersionFn = size_t (*)();
+  if (auto fn = reinterpret_cast<VersionFn>(resolve_in_library(trace::Library::kCudnn, "cudnnGetVersion"))) {
+    write_property(trace::Property::kCudnnVersion, int64_t(fn()));
+  }
+  if (auto fn = reinterpret_cast<VersionFn>(resolve_in_library(trace::Library::kCudnn, "cudnnGetCudartVersion"))) {
+    write_property(trace::Property::kCudnnCudartVersion, int64_t(fn()));
+  }
 }
 
 void note_device(int device) {

@@ -16,6 +16,10 @@ void reset_process_info_after_fork();
 // seen after a successful call that implies its context exists.
 void note_device(int device);
 
+// Writes cuDNN's version and the CUDA runtime version it was built for, once per process,
+// from the copy of libcudnn the calls go to.
+void note_cudnn_library();
+
 // Current device of the calling thread as far as the CUDA runtime knows it, asking the real
 // cudaGetDevice at most once per thread until the application sets a device itself.
 int current_device(ThreadState& t);

@@ -108,6 +108,19 @@ void print_process(const reader::TraceFile& t, JsonLine& j) {
   }
   devices += ']';
   j.raw("devices", devices);
+  if (!t.cudnn_handles().empty()) {
+    std::string handles = "[";
+    for (const auto& h : t.cudnn_handles()) {
+      JsonLine hj;
+      hj.begin();
+      hj.hex("handle", h.handle);
+      hj.inum("device", h.device);
+      hj.num("tid", h.tid);
+      if (handles.size() > 1) handles += ',';
+      handles += hj.finish();
+    }
+    j.raw("cudnn_handles", handles + "]");
+  }
   std::string stats = "{";
   for (uint32_t s = 0; s < trace::kStatCount; ++s) {
     if (trace::kStatNames[s] == nullptr) continue;

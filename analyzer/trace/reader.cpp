@@ -248,6 +248,10 @@ bool TraceFile::load(std::string* error) {
     crashes_.push_back(c);
   }
   raw_crashes_.clear();
+  for (const auto& [tid, r] : maybe_handles_) {
+    if (r->h.aux < apis_.size() && apis_[r->h.aux].name == "cudnnCreate") note_handle(tid, r);
+  }
+  maybe_handles_.clear();
   // Counts were gathered by slot; name them by API and merge the chunks of each thread.
   std::map<std::tuple<uint32_t, uint16_t, int>, uint64_t> merged;
   for (const RawCount& c : raw_counts_) {
@@ -300,6 +304,11 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
           ++call_records_;
           auto* r = reinterpret_cast<const trace::CallRecord*>(rec);
           last_ticks_ = std::max(last_ticks_, r->start_ticks + call_duration(r));
+          if (h->aux >= apis_.size() || apis_[h->aux].name.empty()) {
+            maybe_handles_.emplace_back(c->tid, r);
+          } else if (apis_[h->aux].name == "cudnnCreate") {
+            note_handle(c->tid, r);
+          }
         }
         break;
       case trace::RecordType::kApiInfo: {
@@ -387,6 +396,11 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
   Thread& t = threads_[c->tid];
   t.tid = c->tid;
   t.chunks.push_back(ChunkRef{c->seq, index, off});
+}
+
+void TraceFile::note_handle(uint32_t tid, const trace::CallRecord* r) {
+  if (r->ret != 0 || tail_words(r) == 0) return;
+  handles_.push_back(CudnnHandle{r->tail[0], r->h.aux2, tid});
 }
 
 void TraceFile::for_each_event(const std::function<void(const Event&)>& fn) const {

@@ -66,6 +66,13 @@ struct Crash {
   uint64_t in_flight_start_ns = 0;
 };
 
+// A cuDNN handle the process created, and the device it was created on.
+struct CudnnHandle {
+  uint64_t handle = 0;
+  int device = -1;
+  uint32_t tid = 0;
+};
+
 // Calls of a counted API (kernel launches, queries) per thread and device, and successful
 // calls of a quiet API (cuDNN descriptor calls) per thread (device -1).
 struct Count {
@@ -133,6 +140,7 @@ class TraceFile {
   const std::string& string(uint32_t id) const;
   const std::vector<Crash>& crashes() const { return crashes_; }
   const std::vector<Count>& counts() const { return counts_; }
+  const std::vector<CudnnHandle>& cudnn_handles() const { return handles_; }
   const std::vector<std::string>& diagnostics() const { return diagnostics_; }
   // Wall-clock time of a monotonic timestamp of this process (aligns processes and hosts).
   uint64_t wall_ns(uint64_t mono_ns) const { return start_real_ns_ + (mono_ns - start_mono_ns_); }
@@ -145,6 +153,7 @@ class TraceFile {
   bool load(std::string* error);
   void scan_chunk(uint32_t index, const trace::ChunkHeader* c, std::vector<std::pair<uint64_t, uint64_t>>& anchors);
   void note(std::string message);
+  void note_handle(uint32_t tid, const trace::CallRecord* r);
 
   struct ChunkRef {
     uint32_t seq;
@@ -188,6 +197,8 @@ class TraceFile {
     uint64_t calls;
   };
   std::vector<RawCount> raw_counts_;
+  std::vector<CudnnHandle> handles_;
+  std::vector<std::pair<uint32_t, const trace::CallRecord*>> maybe_handles_;  // (tid, record) before the API table
   std::vector<std::string> diagnostics_;
   std::map<uint32_t, Thread> threads_;
 };
