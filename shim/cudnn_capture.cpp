@@ -134,40 +134,24 @@ bool is_op_kind(int kind) {
          kind < kKindBackendLimit;
 }
 
+// cudnnBackendKnobType_t names as cuDNN's own API log prints them, lower-cased, without the
+// CUDNN_KNOB_TYPE_ prefix (deprecated ones included: engines still report them).
 const char* knob_name(int type) {
-  switch (type) {
-    case CUDNN_KNOB_TYPE_SPLIT_K: return "split_k";
-    case CUDNN_KNOB_TYPE_SWIZZLE: return "swizzle";
-    case CUDNN_KNOB_TYPE_TILE_SIZE: return "tile";
-    case CUDNN_KNOB_TYPE_EDGE: return "edge";
-    case CUDNN_KNOB_TYPE_MULTIPLY: return "multiply";
-    case CUDNN_KNOB_TYPE_SPLIT_K_BUF: return "split_k_buf";
-    case CUDNN_KNOB_TYPE_TILEK: return "tilek";
-    case CUDNN_KNOB_TYPE_STAGES: return "stages";
-    case CUDNN_KNOB_TYPE_REDUCTION_MODE: return "reduction";
-    case CUDNN_KNOB_TYPE_SPLIT_K_SLC: return "split_k_slc";
-    case CUDNN_KNOB_TYPE_IDX_MODE: return "idx_mode";
-    case CUDNN_KNOB_TYPE_SPECFILT: return "specfilt";
-    case CUDNN_KNOB_TYPE_KERNEL_CFG: return "kernel_cfg";
-    case CUDNN_KNOB_TYPE_WORKSPACE: return "workspace";
-    case CUDNN_KNOB_TYPE_TILE_CGA_M: return "cga_m";
-    case CUDNN_KNOB_TYPE_TILE_CGA_N: return "cga_n";
-    case CUDNN_KNOB_TYPE_BLOCK_SIZE: return "block";
-    case CUDNN_KNOB_TYPE_OCCUPANCY: return "occupancy";
-    case CUDNN_KNOB_TYPE_ARRAY_SIZE_PER_THREAD: return "array_per_thread";
-    case CUDNN_KNOB_TYPE_SPLIT_COLS: return "split_cols";
-    case CUDNN_KNOB_TYPE_TILE_ROWS: return "tile_rows";
-    case CUDNN_KNOB_TYPE_TILE_COLS: return "tile_cols";
-    case CUDNN_KNOB_TYPE_LOAD_SIZE: return "load_size";
-    case CUDNN_KNOB_TYPE_CTA_COUNT: return "cta_count";
-    case CUDNN_KNOB_TYPE_STREAM_K: return "stream_k";
-    case CUDNN_KNOB_TYPE_SPLIT_P_SLC: return "split_p_slc";
-    case CUDNN_KNOB_TYPE_TILE_M: return "tile_m";
-    case CUDNN_KNOB_TYPE_TILE_N: return "tile_n";
-    case CUDNN_KNOB_TYPE_WARP_SPEC_CFG: return "warp_spec";
-    case CUDNN_KNOB_TYPE_SWAP_AB: return "swap_ab";
-    default: return nullptr;
-  }
+  static const char* const kNames[] = {
+      "split_k", "swizzle", "tile_size", "use_tex",
+      "edge", "kblock", "ldga", "ldgb",
+      "chunk_k", "split_h", "wino_tile", "multiply",
+      "split_k_buf", "tilek", "stages", "reduction_mode",
+      "cta_split_k_mode", "split_k_slc", "idx_mode", "sliced",
+      "split_rs", "singlebuffer", "ldgc", "specfilt",
+      "kernel_cfg", "workspace", "tile_cga", "tile_cga_m",
+      "tile_cga_n", "block_size", "occupancy", "array_size_per_thread",
+      "num_c_per_block", "split_cols", "tile_rows", "tile_cols",
+      "load_size", "cta_count", "stream_k", "split_p_slc",
+      "tile_m", "tile_n", "warp_spec_cfg", "swap_ab",
+  };
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == CUDNN_KNOB_TYPE_COUNTS);
+  return type >= 0 && type < CUDNN_KNOB_TYPE_COUNTS ? kNames[type] : nullptr;
 }
 
 // "k=v,k=v" sorted by knob type, so that the same configuration always reads the same.
@@ -263,6 +247,10 @@ void query_cfg(EngineCfgState& cfg, void* cfg_desc) {
   for (int i = 0; i < made; ++i) b.destroy(knobs[i]);
 }
 
+// The operation graph this thread finalized last: plans are built right after their graph, on
+// the same thread, so a plan whose configuration cannot be traced back to a graph belongs to it.
+__thread const void* t_last_graph __attribute__((tls_model("initial-exec")));
+
 void finalize_graph(DescEntry& e) {
   SigBuilder sig;
   GraphState& g = e.u.graph;
@@ -281,6 +269,7 @@ void finalize_plan(DescEntry& e, const void* desc, cudnnStatus_t status) {
       if (c.engine_index < 0) c.engine_index = engine->u.engine.global_index;
       if (c.graph == nullptr) c.graph = engine->u.engine.graph;
     }
+    if (c.graph == nullptr || desc_find(c.graph) == nullptr) c.graph = const_cast<void*>(t_last_graph);
     if (!c.queried) query_cfg(c, plan.cfg);
     plan.engine = c.engine_index;
     plan.notes = c.notes;
@@ -479,6 +468,17 @@ bool mirror_get_attribute(DescEntry& e, cudnnBackendAttributeName_t name, int64_
         }
       }
       return true;
+    case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR:
+      // cudnn-frontend copies a configuration by fetching its engine into a descriptor of its
+      // own; that engine belongs to the same graph.
+      if (name == CUDNN_ATTR_ENGINECFG_ENGINE) {
+        DescEntry* engine = desc_find(element<void*>(el, 0));
+        if (engine && engine->kind == CUDNN_BACKEND_ENGINE_DESCRIPTOR) {
+          engine->u.engine.graph = e.u.cfg.graph;
+          engine->u.engine.global_index = e.u.cfg.engine_index;
+        }
+      }
+      return false;
     case CUDNN_BACKEND_ENGINE_DESCRIPTOR:
       if (name == CUDNN_ATTR_ENGINE_GLOBAL_INDEX) e.u.engine.global_index = element<int64_t>(el, 0);
       return false;
@@ -493,7 +493,10 @@ bool mirror_finalize(DescEntry& e, const void* desc, cudnnStatus_t status) {
   e.finalized = status == CUDNN_STATUS_SUCCESS;
   switch (e.kind) {
     case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
-      if (status == CUDNN_STATUS_SUCCESS) finalize_graph(e);
+      if (status == CUDNN_STATUS_SUCCESS) {
+        finalize_graph(e);
+        t_last_graph = desc;
+      }
       return true;
     case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
       finalize_plan(e, desc, status);

@@ -1,9 +1,12 @@
 """Compares cuprobe's view of cuDNN executions with cuDNN's own API log of the same run.
 
 Usage: python3 check_cudnn_log.py DUMP.jsonl CUDNN_LOG
-Reads the engine global index of every cudnnBackendExecute in cuDNN's log
-(CUDNN_LOGLEVEL_DBG=3) and in `cuprobe dump`, per thread in call order, and reports whether they
-match one for one. Also counts search records against the distinct problems searched."""
+cuDNN's log (CUDNN_LOGLEVEL_DBG=3) writes two blocks per call: the call with its decoded
+arguments, then its status. For every cudnnBackendExecute call block it reads the engine_id
+and the knobs of the plan; for every legacy convolution call block the algo. These are compared
+per thread, in call order, with cuprobe's execution events. Legacy Find*Ex calls run the
+convolution functions internally and cuDNN logs those too, so for the legacy API cuprobe's
+sequence must be a subsequence of the log's. Exit status 0 when everything matches."""
 import collections
 import json
 import re
@@ -12,25 +15,54 @@ import sys
 dump_path, log_path = sys.argv[1], sys.argv[2]
 lines = [json.loads(l) for l in open(dump_path)]
 calls = [l for l in lines if l["type"] == "call"]
-ours = collections.defaultdict(list)
+LEGACY = ("cudnnConvolutionForward", "cudnnConvolutionBackwardData", "cudnnConvolutionBackwardFilter")
+
+ours_backend = collections.defaultdict(list)
+ours_legacy = collections.defaultdict(list)
 for c in calls:
     if c["api"] == "cudnnBackendExecute":
-        ours[c["tid"]].append(c.get("engine", -1))
+        ours_backend[c["tid"]].append((c.get("engine", -1), c.get("knobs", "")))
+    elif c["api"] in LEGACY:
+        ours_legacy[c["tid"]].append((c["api"], c.get("algo")))
 
-theirs = collections.defaultdict(list)
-block, func, thread = [], None, None
-engine_re = re.compile(r"(?:globalIndex|global_index|engineId|engine_id|engineIndex)\D{0,20}?(-?\d+)", re.I)
-thread_re = re.compile(r"Thread[=:]\s*(\d+)")
+log_backend = collections.defaultdict(list)
+log_legacy = collections.defaultdict(list)
+engine_re = re.compile(r"engine_id: type=int; val=(-?\d+);")
+knob_re = re.compile(r"CUDNN_KNOB_TYPE_(\w+): type=int; val=(-?\d+);")
+algo_re = re.compile(r"\balgo: type=\w+; val=\w+ \((\d+)\);")
+thread_re = re.compile(r"Thread=(\d+);")
+block, func = [], None
 sample = []
+pending = collections.defaultdict(collections.deque)  # func -> call entries still without a thread
+
+
+def commit(func, thread, entry):
+    (log_backend if func == "cudnnBackendExecute" else log_legacy)[thread].append(entry)
 
 
 def flush():
-    if func == "cudnnBackendExecute":
-        text = "\n".join(block)
+    if func is None:
+        return
+    text = "\n".join(block)
+    t = thread_re.search(text)
+    thread = int(t.group(1)) if t else None
+    entry = None
+    if func == "cudnnBackendExecute" and "executionPlan:" in text:
         m = engine_re.search(text)
-        theirs[thread].append(int(m.group(1)) if m else None)
-        if len(sample) < 120:
-            sample.extend(block[:60])
+        knobs = ",".join(f"{k.lower()}={v}" for k, v in sorted(knob_re.findall(text), key=lambda kv: kv[0]))
+        entry = (int(m.group(1)) if m else None, knobs)
+        if len(sample) < 150:
+            sample.extend(block)
+    elif func in LEGACY and "algo:" in text:
+        m = algo_re.search(text)
+        entry = (func, int(m.group(1)) if m else None)
+    if entry is not None:
+        if thread is None:
+            pending[func].append(entry)  # the thread is named in the status block that follows
+        else:
+            commit(func, thread, entry)
+    elif thread is not None and pending[func]:
+        commit(func, thread, pending[func].popleft())
 
 
 with open(log_path, errors="replace") as f:
@@ -39,36 +71,55 @@ with open(log_path, errors="replace") as f:
         m = re.search(r"function (\w+)\(\) called", line)
         if m:
             flush()
-            block, func, thread = [line], m.group(1), None
-            continue
-        block.append(line)
-        t = thread_re.search(line)
-        if t and thread is None:
-            thread = int(t.group(1))
+            block, func = [line], m.group(1)
+        else:
+            block.append(line)
     flush()
+    for f, entries in pending.items():
+        for entry in entries:
+            commit(f, None, entry)
 
-print("cuprobe executes per thread:", {t: len(v) for t, v in ours.items()})
-print("cuDNN log executes per thread:", {t: len(v) for t, v in theirs.items()})
-unknown = sum(1 for v in theirs.values() for e in v if e is None)
-if unknown:
-    print(f"log executes without a parsable engine id: {unknown}")
-# Match threads by their sequences (thread ids may be named differently in the two).
-remaining = dict(theirs)
-matched = mismatched = 0
-for tid, seq in ours.items():
-    hit = next((k for k, v in remaining.items() if v == seq), None)
-    if hit is not None:
-        matched += len(seq)
-        del remaining[hit]
-    else:
-        mismatched += len(seq)
-        best = min(remaining.items(), key=lambda kv: abs(len(kv[1]) - len(seq)), default=(None, []))
-        diffs = [(i, a, b) for i, (a, b) in enumerate(zip(seq, best[1])) if a != b][:10]
-        print(f"thread {tid}: {len(seq)} executes, no identical log sequence; closest log thread {best[0]} "
-              f"({len(best[1])}), first differences (index, cuprobe, log): {diffs}")
-total = sum(len(v) for v in ours.values())
-print(f"engine index per execute: {matched} of {total} match cuDNN's log one for one"
-      + ("" if mismatched == 0 and not remaining else f"; {mismatched} do not"))
+
+def canonical_knobs(s):
+    return ",".join(sorted(p for p in s.split(",") if p))
+
+
+def is_subsequence(small, big):
+    it = iter(big)
+    return all(any(x == y for y in it) for x in small)
+
+
+ok = True
+total = sum(len(v) for v in ours_backend.values())
+if total:
+    matched_engines = matched_knobs = 0
+    for tid, seq in ours_backend.items():
+        logged = log_backend.get(tid, [])
+        if len(logged) != len(seq):
+            ok = False
+            print(f"thread {tid}: cuprobe saw {len(seq)} backend executes, cuDNN logged {len(logged)}")
+        for i, ((e1, k1), (e2, k2)) in enumerate(zip(seq, logged)):
+            matched_engines += e1 == e2
+            matched_knobs += canonical_knobs(k1) == canonical_knobs(k2)
+            if e1 != e2 or canonical_knobs(k1) != canonical_knobs(k2):
+                if ok:
+                    print(f"thread {tid} execute #{i}: cuprobe engine {e1} knobs {k1} | log engine {e2} knobs {k2}")
+                ok = False
+    print(f"backend executes: cuprobe {total}, cuDNN log {sum(len(v) for v in log_backend.values())}; "
+          f"engine index matches {matched_engines}/{total}, knobs match {matched_knobs}/{total}")
+total_legacy = sum(len(v) for v in ours_legacy.values())
+if total_legacy:
+    exact = sub = 0
+    for tid, seq in ours_legacy.items():
+        logged = log_legacy.get(tid, [])
+        exact += seq == logged
+        sub += is_subsequence(seq, logged)
+        if not is_subsequence(seq, logged):
+            ok = False
+            print(f"thread {tid}: legacy algorithms {seq[:6]} are not in cuDNN's log order {logged[:12]}")
+    print(f"legacy convolution executions: cuprobe {total_legacy}, cuDNN log {sum(len(v) for v in log_legacy.values())}; "
+          f"threads whose (function, algo) sequence equals the log's: {exact}/{len(ours_legacy)}, "
+          f"is a subsequence of it: {sub}/{len(ours_legacy)}")
 searches = [l for l in lines if l["type"] == "search"]
 bench = [s for s in searches if s["mode"] == "benchmark"]
 print(f"search records: {len(searches)} ({len(bench)} benchmark, {len(searches) - len(bench)} heuristic), "
@@ -82,4 +133,5 @@ for s in searches[:3]:
           f"search ws {s['search_workspace'] >> 20} MiB")
 if sample:
     open(log_path + ".execute_sample.txt", "w").write("\n".join(sample))
-sys.exit(0 if mismatched == 0 and total > 0 else 1)
+print("ORACLE MATCH" if ok and (total or total_legacy) else "ORACLE MISMATCH")
+sys.exit(0 if ok and (total or total_legacy) else 1)

@@ -51,6 +51,7 @@ struct Options {
   int steps = 3;
   int limit = 10;
   int threads = 1;
+  bool copy_configs = false;
 };
 
 enum class Kind { fwd, dgrad, wgrad };
@@ -209,6 +210,23 @@ void run_problem(const Options& o, cudnnHandle_t handle, cudaStream_t stream, Ki
                                 cfgs.data()));
   }
   if (returned < count) count = returned;
+  // --copy-configs: like cudnn-frontend, rebuild each configuration from its engine fetched into
+  // a descriptor of our own, so the configuration a plan uses is not the heuristics' one.
+  std::vector<cudnnBackendDescriptor_t> copies;
+  if (o.copy_configs) {
+    for (int64_t i = 0; i < count; ++i) {
+      cudnnBackendDescriptor_t engine = create(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+      int64_t n = 0;
+      CK(cudnnBackendGetAttribute(cfgs[size_t(i)], CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
+                                  &engine));
+      cudnnBackendDescriptor_t copy = create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+      set(copy, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine);
+      CK(cudnnBackendFinalize(copy));
+      copies.push_back(engine);
+      copies.push_back(copy);
+      cfgs[size_t(i)] = copy;
+    }
+  }
 
   std::vector<cudnnBackendDescriptor_t> all_plans;
   std::vector<Plan> plans;
@@ -297,7 +315,11 @@ void run_problem(const Options& o, cudnnHandle_t handle, cudaStream_t stream, Ki
   if (workspace != nullptr) CK(cudaFree(workspace));
   for (void* p : b.ptrs) CK(cudaFree(p));
   for (auto p : all_plans) CK(cudnnBackendDestroyDescriptor(p));
-  for (auto c : cfgs) CK(cudnnBackendDestroyDescriptor(c));
+  if (o.copy_configs) {
+    for (auto c : copies) CK(cudnnBackendDestroyDescriptor(c));
+  } else {
+    for (auto c : cfgs) CK(cudnnBackendDestroyDescriptor(c));
+  }
   CK(cudnnBackendDestroyDescriptor(heur));
   CK(cudnnBackendDestroyDescriptor(graph));
   CK(cudnnBackendDestroyDescriptor(op));
@@ -347,6 +369,7 @@ int main(int argc, char** argv) {
     else if (a == "--repeat") o.repeat = int_arg(argc, argv, i);
     else if (a == "--steps") o.steps = int_arg(argc, argv, i);
     else if (a == "--limit") o.limit = int_arg(argc, argv, i);
+    else if (a == "--copy-configs") o.copy_configs = true;
     else if (a == "--threads") o.threads = int_arg(argc, argv, i);
     else {
       std::fprintf(stderr, "frontend_search: unknown option %s\n", argv[i]);
