@@ -17,6 +17,9 @@ using Args = std::vector<std::string>;
 
 int cmd_record(const Args& args);
 int cmd_dump(const Args& args);
+int cmd_analyze(const Args& args);
+int cmd_rules(const Args& args);
+int cmd_explain(const Args& args);
 
 // Exit codes of every subcommand.
 inline constexpr int kExitOk = 0;

@@ -47,14 +47,17 @@ Usage:
   cuprobe record [-o DIR] [options] -- COMMAND [ARGS...]
                             run COMMAND with the tracer preloaded; traces go to DIR
   cuprobe dump PATH...      print a run directory or trace file as JSON Lines
+  cuprobe analyze PATH...   findings: what went wrong, what it cost, what to do
+  cuprobe rules             the rules analyze applies
+  cuprobe explain RULE      a rule's rationale, thresholds and fix
   cuprobe --version
   cuprobe COMMAND --help    options of one command
 
 Without `cuprobe record` (torchrun, Slurm, Kubernetes), preload the shim yourself:
   LD_PRELOAD=<prefix>/lib/cuprobe/libcuprobe.so CUPROBE_OUT=/abs/run/dir python train.py
 
-Exit status: the traced command's own status for `record`; 0 on success and 2 for usage or
-unreadable input for the other commands.
+Exit status: the traced command's own status for `record`; for `analyze` 1 when there are
+findings (see --fail-on); 0 on success and 2 for usage or unreadable input otherwise.
 )";
 
 }  // namespace
@@ -79,6 +82,9 @@ int main(int argc, char** argv) {
     }
     if (cmd == "record") return cmd_record(args);
     if (cmd == "dump") return cmd_dump(args);
+    if (cmd == "analyze") return cmd_analyze(args);
+    if (cmd == "rules") return cmd_rules(args);
+    if (cmd == "explain") return cmd_explain(args);
     throw UsageError(fmt::format("unknown command '{}'", cmd));
   } catch (const UsageError& e) {
     fmt::print(stderr, "cuprobe {}: {}\nRun 'cuprobe {} --help' for usage.\n", cmd, e.what(),

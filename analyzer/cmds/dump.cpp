@@ -21,9 +21,10 @@ namespace {
 
 constexpr const char* kHelp = R"(Usage: cuprobe dump [options] PATH...
 
-Prints traces as JSON Lines. PATH is a run directory (every *.cuprobe file in it) or one trace
-file. Per process: a "process" line (who, where, devices, library versions, how it ended,
-what the shim counted as lost), its "call" lines in time order, then "count" lines (calls of
+Prints traces as JSON Lines. PATH is a run directory (every *.cuprobe file in it), one trace
+file, or JSON Lines written by an earlier dump ("-" reads them from standard input). Per process: a "process" line (who, where, devices, library versions, how it ended,
+what the shim counted as lost), "api" lines (each API's flags and argument fields, so that the
+output describes itself), its "call" lines in time order, then "count" lines (calls of
 counted APIs such as kernel launches, per thread and device), "crash" lines, and "search"
 lines: each benchmark search or heuristic selection of a cuDNN algorithm, rebuilt from the
 calls (its problem, every candidate with its measured time, the winner, the wall time).
@@ -67,7 +68,7 @@ std::string string_array(const std::vector<std::string>& items) {
   return arr + "]";
 }
 
-void print_process(const reader::TraceFile& t, JsonLine& j) {
+void print_process(const reader::Trace& t, JsonLine& j) {
   const reader::Process& p = t.process();
   j.begin();
   j.str("type", "process");
@@ -176,7 +177,25 @@ std::string search_json(const reader::SearchRecord& r) {
   return std::string(j.finish());
 }
 
-void print_events(const reader::TraceFile& t, const Filter& filter, JsonLine& j) {
+// The API table of the process, so that the JSON Lines describe themselves as the binary does.
+void print_apis(const reader::Trace& t, JsonLine& j) {
+  for (size_t id = 0; id < t.apis().size(); ++id) {
+    const reader::Api& a = t.apis()[id];
+    if (a.name.empty()) continue;
+    std::string fields;
+    for (const auto& f : a.fields) fields += (fields.empty() ? "" : ",") + f.name + ":" + f.type;
+    j.begin();
+    j.str("type", "api");
+    j.num("pid", t.pid());
+    j.str("name", a.name);
+    j.str("library", reader::library_name(a.library));
+    j.num("flags", a.flags);
+    j.str("fields", fields);
+    j.end(stdout);
+  }
+}
+
+void print_events(const reader::Trace& t, const Filter& filter, JsonLine& j) {
   // Device allocations still live, so that frees can say how much they release.
   std::unordered_map<uint64_t, uint64_t> live;
   std::vector<std::string> searches;
@@ -238,7 +257,7 @@ void print_events(const reader::TraceFile& t, const Filter& filter, JsonLine& j)
   }
 }
 
-void print_tail(const reader::TraceFile& t, JsonLine& j) {
+void print_tail(const reader::Trace& t, JsonLine& j) {
   for (const auto& c : t.counts()) {
     j.begin();
     j.str("type", "count");
@@ -309,18 +328,21 @@ int cmd_dump(const Args& args) {
       continue;
     }
     for (const auto& file : *files) {
-      auto t = reader::TraceFile::open(file);
-      if (!t) {
-        fmt::print(stderr, "cuprobe dump: {}\n", t.error().message);
+      auto traces = reader::open_traces(file);
+      if (!traces) {
+        fmt::print(stderr, "cuprobe dump: {}\n", traces.error().message);
         continue;
       }
-      ++readable;
-      const reader::TraceFile& tf = **t;
-      for (const auto& d : tf.diagnostics()) fmt::print(stderr, "cuprobe dump: {}: {}\n", file, d);
-      if (filter.pid >= 0 && long(tf.pid()) != filter.pid) continue;
-      print_process(tf, j);
-      if (filter.events) print_events(tf, filter, j);
-      print_tail(tf, j);
+      for (const auto& t : *traces) {
+        ++readable;
+        const reader::Trace& tf = *t;
+        for (const auto& d : tf.diagnostics()) fmt::print(stderr, "cuprobe dump: {}: {}\n", file, d);
+        if (filter.pid >= 0 && long(tf.pid()) != filter.pid) continue;
+        print_process(tf, j);
+        print_apis(tf, j);
+        if (filter.events) print_events(tf, filter, j);
+        print_tail(tf, j);
+      }
     }
   }
   std::fflush(stdout);

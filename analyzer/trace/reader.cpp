@@ -105,15 +105,13 @@ TraceFile::~TraceFile() {
   if (base_ != nullptr) munmap(const_cast<char*>(base_), size_);
 }
 
-void TraceFile::note(std::string message) { diagnostics_.push_back(std::move(message)); }
-
-const std::string& TraceFile::api_name(uint16_t id) const {
+const std::string& Trace::api_name(uint16_t id) const {
   static const std::string kUnknown = "unknown";
   const Api* a = api(id);
   return a ? a->name : kUnknown;
 }
 
-const std::string& TraceFile::string(uint32_t id) const {
+const std::string& Trace::string(uint32_t id) const {
   static const std::string kEmpty;
   auto it = strings_.find(id);
   return it == strings_.end() ? kEmpty : it->second;
@@ -234,6 +232,7 @@ bool TraceFile::load(std::string* error) {
   for (auto& [tid, t] : threads_) {
     std::sort(t.chunks.begin(), t.chunks.end(), [](const ChunkRef& a, const ChunkRef& b) { return a.seq < b.seq; });
   }
+  thread_count_ = threads_.size() - threads_.count(trace::kMetaTid);
   clock_.init(trace::ClockKind(hdr.clock_kind), hdr.ticks_per_ns, std::move(anchors));
   if (call_records_ > 0) last_event_ns_ = clock_.to_ns(last_ticks_);
   for (const auto& [tid, rec] : raw_crashes_) {
@@ -465,6 +464,7 @@ void TraceFile::for_each_event(const std::function<void(const Event&)>& fn) cons
 }
 
 Result<std::vector<std::string>> find_trace_files(const std::string& path) {
+  if (path == "-") return std::vector<std::string>{path};
   std::error_code ec;
   fs::file_status st = fs::status(path, ec);
   if (ec || !fs::exists(st)) return Error{fmt::format("{}: no such file or directory", path)};

@@ -111,12 +111,14 @@ class Clock {
   std::vector<std::pair<uint64_t, uint64_t>> anchors_;  // (ticks, ns), sorted by ticks
 };
 
-class TraceFile {
+// What every reader of a process's trace provides, whatever the source: the binary trace file
+// (TraceFile) or the JSON Lines `cuprobe dump` writes (JsonlTrace). Metadata is read when the
+// trace is opened; calls are visited in timestamp order with for_each_event.
+class Trace {
  public:
-  static Result<std::unique_ptr<TraceFile>> open(const std::string& path);
-  ~TraceFile();
-  TraceFile(const TraceFile&) = delete;
-  TraceFile& operator=(const TraceFile&) = delete;
+  virtual ~Trace() = default;
+  Trace(const Trace&) = delete;
+  Trace& operator=(const Trace&) = delete;
 
   const std::string& path() const { return path_; }
   uint32_t pid() const { return pid_; }
@@ -128,7 +130,7 @@ class TraceFile {
   uint64_t last_event_ns() const { return last_event_ns_; }
   uint64_t stat(trace::Stat s) const { return stats_[s]; }
   uint64_t call_records() const { return call_records_; }
-  size_t thread_count() const { return threads_.size() - threads_.count(trace::kMetaTid); }
+  size_t thread_count() const { return thread_count_; }
 
   const Process& process() const { return process_; }
   bool has_process() const { return has_process_; }
@@ -146,13 +148,47 @@ class TraceFile {
   uint64_t wall_ns(uint64_t mono_ns) const { return start_real_ns_ + (mono_ns - start_mono_ns_); }
 
   // Visits every call in timestamp order (ties: thread id, then file order).
-  void for_each_event(const std::function<void(const Event&)>& fn) const;
+  virtual void for_each_event(const std::function<void(const Event&)>& fn) const = 0;
+
+ protected:
+  Trace() = default;
+  void note(std::string message) { diagnostics_.push_back(std::move(message)); }
+
+  std::string path_;
+  uint32_t pid_ = 0;
+  trace::FileState state_ = trace::FileState::kRecording;
+  int end_signal_ = 0;
+  uint64_t start_mono_ns_ = 0;
+  uint64_t start_real_ns_ = 0;
+  uint64_t end_mono_ns_ = 0;
+  uint64_t last_event_ns_ = 0;
+  uint64_t stats_[trace::kStatCount] = {};
+  uint64_t call_records_ = 0;
+  size_t thread_count_ = 0;
+  bool has_process_ = false;
+  Process process_;
+  std::vector<Api> apis_;
+  std::map<int, Device> devices_;
+  std::map<uint32_t, int64_t> properties_;
+  std::map<uint32_t, std::string> strings_;
+  std::vector<Crash> crashes_;
+  std::vector<Count> counts_;
+  std::vector<CudnnHandle> handles_;
+  std::vector<std::string> diagnostics_;
+};
+
+// A binary trace file, mapped read-only.
+class TraceFile : public Trace {
+ public:
+  static Result<std::unique_ptr<TraceFile>> open(const std::string& path);
+  ~TraceFile() override;
+
+  void for_each_event(const std::function<void(const Event&)>& fn) const override;
 
  private:
   TraceFile() = default;
   bool load(std::string* error);
   void scan_chunk(uint32_t index, const trace::ChunkHeader* c, std::vector<std::pair<uint64_t, uint64_t>>& anchors);
-  void note(std::string message);
   void note_handle(uint32_t tid, const trace::CallRecord* r);
 
   struct ChunkRef {
@@ -164,31 +200,6 @@ class TraceFile {
     uint32_t tid;
     std::vector<ChunkRef> chunks;  // sorted by seq
   };
-
-  std::string path_;
-  const char* base_ = nullptr;
-  size_t size_ = 0;
-  uint32_t pid_ = 0;
-  uint32_t chunk_size_ = trace::kChunkSize;
-  trace::FileState state_ = trace::FileState::kRecording;
-  int end_signal_ = 0;
-  uint64_t start_mono_ns_ = 0;
-  uint64_t start_real_ns_ = 0;
-  uint64_t end_mono_ns_ = 0;
-  uint64_t last_event_ns_ = 0;
-  uint64_t last_ticks_ = 0;
-  uint64_t stats_[trace::kStatCount] = {};
-  uint64_t call_records_ = 0;
-  Clock clock_;
-  bool has_process_ = false;
-  Process process_;
-  std::vector<Api> apis_;
-  std::map<int, Device> devices_;
-  std::map<uint32_t, int64_t> properties_;
-  std::map<uint32_t, std::string> strings_;
-  std::vector<Crash> crashes_;
-  std::vector<std::pair<uint32_t, const trace::CrashRecord*>> raw_crashes_;  // (tid, record)
-  std::vector<Count> counts_;
   struct RawCount {
     uint32_t tid;
     uint32_t cls;  // kApiCounted or kApiQuiet
@@ -196,14 +207,23 @@ class TraceFile {
     int device;
     uint64_t calls;
   };
+
+  const char* base_ = nullptr;
+  size_t size_ = 0;
+  uint32_t chunk_size_ = trace::kChunkSize;
+  uint64_t last_ticks_ = 0;
+  Clock clock_;
+  std::vector<std::pair<uint32_t, const trace::CrashRecord*>> raw_crashes_;  // (tid, record)
   std::vector<RawCount> raw_counts_;
-  std::vector<CudnnHandle> handles_;
   std::vector<std::pair<uint32_t, const trace::CallRecord*>> maybe_handles_;  // (tid, record) before the API table
-  std::vector<std::string> diagnostics_;
   std::map<uint32_t, Thread> threads_;
 };
 
-// All trace files under a run directory (or the one file named), sorted by path.
+// Opens a binary trace file, or a JSON Lines file written by `cuprobe dump` ("-": standard
+// input). A JSON Lines input may hold several processes: one Trace each.
+Result<std::vector<std::unique_ptr<Trace>>> open_traces(const std::string& path);
+
+// All trace files under a run directory (or the one file named, or "-"), sorted by path.
 Result<std::vector<std::string>> find_trace_files(const std::string& path);
 
 const char* property_name(uint32_t key);

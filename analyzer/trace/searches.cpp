@@ -51,7 +51,7 @@ std::vector<SearchCandidate> parse_legacy_results(const std::string& s) {
   return out;
 }
 
-SearchTracker::SearchTracker(const TraceFile& trace, Sink sink) : trace_(trace), sink_(std::move(sink)) {
+SearchTracker::SearchTracker(const Trace& trace, Sink sink) : trace_(trace), sink_(std::move(sink)) {
   const auto& apis = trace.apis();
   fields_.resize(apis.size());
   role_.assign(apis.size(), kOther);
@@ -141,6 +141,7 @@ void SearchTracker::on_event(const Event& e) {
       bool rerun_after_timing = ep.timed && c.time_ms >= 0;
       c.executions++;
       c.exec_status = e.ret;
+      c.last_exec_ns = e.ts_ns;
       ep.last_executed = int(it->second);
       if (ep.first_ok < 0) ep.rec.end_ns = e.ts_ns;
       if (e.ret == 0 && ep.first_ok < 0) ep.first_ok = int(it->second);
@@ -213,6 +214,19 @@ void SearchTracker::on_event(const Event& e) {
     }
     default: return;
   }
+}
+
+const std::string* SearchTracker::selecting(uint32_t tid) const {
+  auto it = threads_.find(tid);
+  if (it == threads_.end() || !it->second.episode.open) return nullptr;
+  const Episode& ep = it->second.episode;
+  bool done = ep.timed ? ep.rec.winner >= 0 : ep.first_ok >= 0;
+  return done ? nullptr : &ep.rec.problem;
+}
+
+bool SearchTracker::in_episode(uint32_t tid, uint64_t problem_hash) const {
+  auto it = threads_.find(tid);
+  return it != threads_.end() && it->second.episode.open && it->second.episode.rec.problem_hash == problem_hash;
 }
 
 void SearchTracker::finish() {

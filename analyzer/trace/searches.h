@@ -39,6 +39,7 @@ struct SearchCandidate {
   int32_t build_status = 0;  // finalize status (legacy: the result's status)
   int32_t exec_status = -1;  // last execution status, -1 when never executed
   int executions = 0;
+  uint64_t last_exec_ns = 0;
   double time_ms = -1;   // measured time (min over timed runs), -1 when not timed
   uint32_t notes = 0;    // numerical notes bits
 };
@@ -63,9 +64,14 @@ struct SearchRecord {
 class SearchTracker {
  public:
   using Sink = std::function<void(const SearchRecord&)>;
-  SearchTracker(const TraceFile& trace, Sink sink);
+  SearchTracker(const Trace& trace, Sink sink);
   void on_event(const Event& e);
   void finish();  // closes every open episode (complete=false where no winner ran)
+  // The problem the thread is selecting a plan for right now (between its operation graph and
+  // the winner's first run), or nullptr.
+  const std::string* selecting(uint32_t tid) const;
+  // Whether the thread's open episode is for this problem (its executions are candidates).
+  bool in_episode(uint32_t tid, uint64_t problem_hash) const;
 
  private:
   struct Episode {
@@ -88,7 +94,7 @@ class SearchTracker {
   uint64_t u(const Event& e, int field) const { return field >= 0 && field < e.nargs ? e.args[field] : 0; }
   int64_t i(const Event& e, int field) const { return int64_t(u(e, field)); }
 
-  const TraceFile& trace_;
+  const Trace& trace_;
   Sink sink_;
   std::map<uint32_t, ThreadState> threads_;
   // Field indices per API id, resolved once.

@@ -1,0 +1,227 @@
+// The analysis driver and the report; see engine.h.
+#include "analysis/engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "analysis/common.h"
+
+namespace cuprobe::analysis {
+
+using nlohmann::json;
+
+namespace {
+
+std::string seconds_text(double s) {
+  if (s >= 60) return fmt::format("{:.1f} min", s / 60);
+  if (s >= 1) return fmt::format("{:.2f} s", s);
+  return fmt::format("{:.1f} ms", s * 1e3);
+}
+
+json summarize(const std::vector<std::unique_ptr<reader::Trace>>& traces, const AllFacts& all) {
+  std::set<std::string> hosts;
+  std::set<int> ranks;
+  uint64_t events = 0, first_wall = UINT64_MAX, last_wall = 0;
+  std::map<std::string, uint64_t> calls;
+  json processes = json::array();
+  json devices = json::array();
+  std::set<std::string> device_keys;
+  int unfinished = 0, searches = 0;
+  for (size_t i = 0; i < all.processes.size(); ++i) {
+    const ProcessFacts& p = all.processes[i];
+    const reader::Trace& t = *traces[i];
+    hosts.insert(p.host);
+    if (p.rank >= 0) ranks.insert(p.rank);
+    events += p.events;
+    searches += int(p.searches.size());
+    if (p.events > 0) {
+      first_wall = std::min(first_wall, t.wall_ns(p.first_ns));
+      last_wall = std::max(last_wall, t.wall_ns(p.last_ns));
+    }
+    for (const auto& [api, n] : p.calls_by_api) calls[api] += n;
+    if (t.state() == trace::FileState::kRecording) ++unfinished;
+    json mem = json::array();
+    for (const auto& [d, m] : p.memory) {
+      mem.push_back({{"device", d}, {"allocated", m.allocated}, {"allocations", m.allocations}, {"peak", m.peak},
+                     {"device_memory", m.total_mem}});
+    }
+    std::string state = t.state() == trace::FileState::kExited     ? "exited"
+                        : t.state() == trace::FileState::kSignaled ? fmt::format("signal {}", t.end_signal())
+                        : t.state() == trace::FileState::kExeced   ? "exec"
+                                                                   : "incomplete";
+    std::string cmd;
+    for (const auto& a : t.process().cmdline) cmd += (cmd.empty() ? "" : " ") + a;
+    processes.push_back({{"pid", p.pid},
+                         {"host", p.host},
+                         {"rank", p.rank},
+                         {"command", cmd.substr(0, 160)},
+                         {"events", p.events},
+                         {"duration_s", span_s(p)},
+                         {"state", state},
+                         {"searches", p.searches.size()},
+                         {"memory", mem},
+                         {"dropped_events", t.stat(trace::kStatDroppedEvents)}});
+    for (const auto& [d, dev] : t.devices()) {
+      std::string key = p.host + "/" + dev.uuid;
+      if (!device_keys.insert(key).second) continue;
+      devices.push_back({{"host", p.host}, {"index", d}, {"name", dev.name}, {"uuid", dev.uuid},
+                         {"pci_bus_id", dev.pci_bus_id}, {"total_mem", dev.total_mem}});
+    }
+  }
+  std::vector<std::pair<uint64_t, std::string>> by_count;
+  for (const auto& [api, n] : calls) by_count.emplace_back(n, api);
+  std::sort(by_count.rbegin(), by_count.rend());
+  json top = json::object();
+  for (size_t k = 0; k < by_count.size() && k < 15; ++k) top[by_count[k].second] = by_count[k].first;
+  return {{"processes", all.processes.size()},
+          {"hosts", std::vector<std::string>(hosts.begin(), hosts.end())},
+          {"ranks", std::vector<int>(ranks.begin(), ranks.end())},
+          {"devices", devices},
+          {"duration_s", last_wall > first_wall ? double(last_wall - first_wall) / 1e9 : 0},
+          {"events", events},
+          {"searches", searches},
+          {"unfinished_processes", unfinished},
+          {"calls_by_api", top},
+          {"per_process", processes}};
+}
+
+}  // namespace
+
+Result<Report> analyze(const AnalyzeOptions& options) {
+  auto loaded = load_rules(options.rule_dirs);
+  if (!loaded) return loaded.error();
+  std::map<std::string, RuleSpec> rules = std::move(*loaded);
+  for (const auto& s : options.settings) {
+    auto r = apply_setting(rules, s);
+    if (!r) return r.error();
+  }
+  for (const auto& id : options.only_rules) {
+    if (!rules.count(id)) return Error{fmt::format("--rule {}: no such rule (see 'cuprobe rules')", id)};
+  }
+
+  Report report;
+  std::vector<std::string> files;
+  for (const auto& path : options.paths) {
+    auto found = reader::find_trace_files(path);
+    if (!found) return found.error();
+    files.insert(files.end(), found->begin(), found->end());
+  }
+  std::vector<std::unique_ptr<reader::Trace>> traces;
+  for (const auto& file : files) {
+    auto t = reader::open_traces(file);
+    if (!t) {
+      report.warnings.push_back(t.error().message);
+      continue;
+    }
+    for (auto& x : *t) {
+      for (const auto& d : x->diagnostics()) report.warnings.push_back(fmt::format("{}: {}", x->path(), d));
+      traces.push_back(std::move(x));
+    }
+  }
+  if (traces.empty()) {
+    return Error{report.warnings.empty() ? "no trace could be read" : "no trace could be read: " + report.warnings[0]};
+  }
+
+  FactOptions fo;
+  if (rules.count("research-storm")) fo.warmup_fraction = rules["research-storm"].param("warmup_fraction");
+  AllFacts all;
+  all.processes.resize(traces.size());
+  unsigned workers = options.threads > 0 ? unsigned(options.threads) : std::max(1u, std::thread::hardware_concurrency());
+  workers = std::min<unsigned>(workers, unsigned(traces.size()));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < traces.size();) all.processes[i] = gather_facts(*traces[i], fo);
+  };
+  std::vector<std::thread> pool;
+  for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+
+  for (const auto& [id, spec] : rules) {
+    if (!options.only_rules.empty() &&
+        std::find(options.only_rules.begin(), options.only_rules.end(), id) == options.only_rules.end()) {
+      continue;
+    }
+    rule_registry().at(id)(spec, all, [&](Finding f) { report.findings.push_back(std::move(f)); });
+  }
+  std::stable_sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {
+    if (a.severity != b.severity) return a.severity > b.severity;
+    return a.impact_s > b.impact_s;
+  });
+  report.summary = summarize(traces, all);
+  return report;
+}
+
+json findings_json(const std::vector<Finding>& findings) {
+  json out = json::array();
+  for (const auto& f : findings) {
+    out.push_back({{"rule", f.rule},
+                   {"severity", severity_name(f.severity)},
+                   {"title", f.title},
+                   {"message", f.message},
+                   {"evidence", f.evidence},
+                   {"problems", f.problems},
+                   {"pids", f.pids},
+                   {"impact_s", f.impact_s},
+                   {"fix", f.fix}});
+  }
+  return out;
+}
+
+void print_report(const Report& r, bool color, FILE* out) {
+  auto paint = [&](const char* code, const std::string& s) {
+    return color ? fmt::format("\033[{}m{}\033[0m", code, s) : s;
+  };
+  const json& s = r.summary;
+  fmt::print(out, "{}\n", paint("1", "cuprobe analysis"));
+  std::string hosts;
+  for (const auto& h : s["hosts"]) hosts += (hosts.empty() ? "" : ", ") + h.get<std::string>();
+  fmt::print(out, "  {} process{} on {} host{} ({}), {} events over {}\n", s["processes"].get<int>(),
+             s["processes"].get<int>() == 1 ? "" : "es", s["hosts"].size(), s["hosts"].size() == 1 ? "" : "s", hosts,
+             s["events"].get<uint64_t>(), seconds_text(s["duration_s"].get<double>()));
+  if (!s["ranks"].empty()) fmt::print(out, "  ranks: {}\n", s["ranks"].dump());
+  for (const auto& d : s["devices"]) {
+    fmt::print(out, "  device: {} {} {} ({}, {})\n", d["host"].get<std::string>(), d["index"].get<int>(),
+               d["name"].get<std::string>(), human_bytes(d["total_mem"].get<uint64_t>()), d["uuid"].get<std::string>());
+  }
+  std::string calls;
+  for (auto it = s["calls_by_api"].begin(); it != s["calls_by_api"].end(); ++it) {
+    calls += fmt::format("{}{} {}", calls.empty() ? "" : ", ", it.key(), it.value().get<uint64_t>());
+  }
+  fmt::print(out, "  calls: {}\n", calls);
+  for (const auto& p : s["per_process"]) {
+    std::string mem;
+    for (const auto& m : p["memory"]) {
+      mem += fmt::format("{}device {}: {} allocated, peak {}", mem.empty() ? "" : "; ", m["device"].get<int>(),
+                         human_bytes(m["allocated"].get<uint64_t>()), human_bytes(m["peak"].get<uint64_t>()));
+    }
+    fmt::print(out, "  pid {}{}: {} events, {}, {}, {} searches{}{}\n", p["pid"].get<uint32_t>(),
+               p["rank"].get<int>() >= 0 ? fmt::format(" rank {}", p["rank"].get<int>()) : "",
+               p["events"].get<uint64_t>(), seconds_text(p["duration_s"].get<double>()), p["state"].get<std::string>(),
+               p["searches"].get<int>(), mem.empty() ? "" : "; " + mem, "");
+  }
+  for (const auto& w : r.warnings) fmt::print(out, "  {} {}\n", paint("33", "note:"), w);
+  fmt::print(out, "\n");
+  if (r.findings.empty()) {
+    fmt::print(out, "{}\n", paint("32", "No findings."));
+    return;
+  }
+  fmt::print(out, "{}\n", paint("1", fmt::format("{} finding{}", r.findings.size(), r.findings.size() == 1 ? "" : "s")));
+  for (const auto& f : r.findings) {
+    const char* code = f.severity == Severity::kError ? "1;31" : f.severity == Severity::kWarning ? "1;33" : "1;36";
+    fmt::print(out, "\n{} {} {}\n", paint(code, fmt::format("[{}]", severity_name(f.severity))),
+               paint("1", f.rule), f.title);
+    fmt::print(out, "  {}\n", f.message);
+    for (const auto& p : f.problems) fmt::print(out, "    - {}\n", p);
+    if (!f.fix.empty()) fmt::print(out, "  {} {}\n", paint("32", "fix:"), f.fix);
+  }
+}
+
+}  // namespace cuprobe::analysis

@@ -1,0 +1,34 @@
+// Running an analysis: read every trace (binary files in parallel, one pass each), apply the
+// rules, and build the report: a summary of the job and the findings ordered by severity and
+// estimated impact.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/rules.h"
+
+namespace cuprobe::analysis {
+
+struct AnalyzeOptions {
+  std::vector<std::string> paths;
+  std::vector<std::string> rule_dirs;  // the default directory first, then --rules
+  std::vector<std::string> settings;   // RULE.PARAM=VALUE
+  std::vector<std::string> only_rules; // empty: all
+  int threads = 0;                     // 0: one per core
+};
+
+struct Report {
+  nlohmann::json summary;
+  std::vector<Finding> findings;
+  std::vector<std::string> warnings;  // unreadable inputs, damaged traces
+};
+
+Result<Report> analyze(const AnalyzeOptions& options);
+
+nlohmann::json findings_json(const std::vector<Finding>& findings);
+void print_report(const Report& report, bool color, FILE* out);
+
+}  // namespace cuprobe::analysis

@@ -1,0 +1,129 @@
+// What one pass over a process's calls establishes, for every rule to use: searches, memory
+// (replayed allocations, peaks, out-of-memory failures with what was live), synchronization
+// time, allocation churn after warm-up, cuDNN failures, and which plan or algorithm each
+// problem ran with over time.
+//
+// The pass is the only per-event work the analyzer does (rules work on these facts), so its
+// cost per event is what the analyzer's speed is. Memory is bounded by what is live at once
+// (allocations, open searches) and by the number of distinct problems, not by the trace length.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "trace/reader.h"
+#include "trace/searches.h"
+
+namespace cuprobe::analysis {
+
+struct Allocation {
+  uint64_t ptr = 0;
+  uint64_t size = 0;
+  uint64_t ts_ns = 0;
+  uint32_t tid = 0;
+  std::string api;
+  std::string purpose;  // "search workspace for <problem>", "plan workspace", ...
+};
+
+struct DeviceMemory {
+  int device = -1;
+  uint64_t allocated = 0;  // bytes allocated in total (successful calls)
+  uint64_t allocations = 0;
+  uint64_t live = 0;
+  uint64_t peak = 0;
+  uint64_t total_mem = 0;  // from the device record, 0 when unknown
+};
+
+struct OomEvent {
+  uint64_t ts_ns = 0;
+  uint32_t tid = 0;
+  int device = -1;
+  std::string api;
+  uint64_t requested = 0;
+  int32_t ret = 0;
+  uint64_t live = 0;
+  uint64_t peak = 0;
+  std::vector<Allocation> largest;     // the largest live allocations then
+  uint64_t freed_before = 0;           // bytes freed in the second before (cache flushes)
+  int frees_before = 0;
+  bool retried_ok = false;             // a later allocation of at least this size succeeded
+  uint64_t calls_after = 0;            // calls the process made afterwards
+  uint64_t event_index = 0;
+  std::string search_problem;          // the search in progress, when there was one
+};
+
+// A cuDNN call that failed, aggregated by (api, problem, status, whether it was routine).
+struct CudnnFailure {
+  std::string api;
+  std::string problem;
+  uint64_t problem_hash = 0;
+  int32_t status = 0;
+  bool routine = false;  // a plan or candidate rejected while a search went on to a winner
+  uint64_t count = 0;
+  uint64_t first_ns = 0;
+  uint64_t last_ns = 0;
+  uint32_t align = 0;    // smallest pointer alignment seen with it, 0 unknown
+};
+
+// Which plans (engine + knobs, or legacy algorithm) a problem ran with outside searches.
+struct PlanUse {
+  std::string plan;  // "engine 12 [tile_size=2,...]" or "algo 1"
+  int64_t engine = -1;
+  std::string knobs;
+  uint64_t first_ns = 0;
+  uint64_t last_ns = 0;
+  uint64_t executions = 0;
+  uint32_t notes = 0;
+};
+
+struct ProblemUse {
+  std::string problem;
+  uint64_t hash = 0;
+  std::vector<PlanUse> plans;  // in order of first use
+};
+
+struct ProcessFacts {
+  const reader::Trace* trace = nullptr;
+  uint32_t pid = 0;
+  std::string host;
+  int rank = -1;
+  uint64_t first_ns = 0;  // first call
+  uint64_t last_ns = 0;   // end of the last call
+  uint64_t warmup_end_ns = 0;
+  uint64_t events = 0;
+  std::map<std::string, uint64_t> calls_by_api;
+  std::map<std::string, uint64_t> time_by_api;  // ns spent inside calls
+  std::vector<reader::SearchRecord> searches;
+  std::map<int, DeviceMemory> memory;
+  std::vector<OomEvent> ooms;
+  std::map<std::string, uint64_t> sync_ns;  // per sync API, outside searches
+  uint64_t sync_calls = 0;
+  uint64_t steady_allocs = 0;  // device allocations and frees after warm-up
+  uint64_t steady_alloc_ns = 0;
+  uint64_t steady_frees = 0;
+  uint64_t steady_alloc_bytes = 0;
+  std::vector<CudnnFailure> cudnn_failures;
+  std::map<uint64_t, ProblemUse> problems;  // by problem hash
+  std::vector<std::string> last_calls;       // the process's final calls, for unfinished traces
+  int device = -1;                           // the device most calls ran on
+};
+
+struct FactOptions {
+  double warmup_fraction = 0.2;  // of the process's active span
+};
+
+ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options);
+
+// Parsed view of a problem signature's first tensor: "conv_fwd x[16,64,32,32]f32 nchw ...".
+struct ProblemShape {
+  std::string op;
+  std::vector<int64_t> dims;
+  std::string dtype;
+};
+ProblemShape parse_problem(const std::string& problem);
+
+std::string human_bytes(uint64_t n);
+
+}  // namespace cuprobe::analysis

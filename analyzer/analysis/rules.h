@@ -1,0 +1,84 @@
+// Rules: their data (rules/<id>.json: severity, thresholds, message template, rationale, fix,
+// references) and their matching logic (one file per rule in analysis/rules/, registered by id).
+// Everything a user may want to tune lives in the data; `--rules DIR` adds or overrides rule
+// files and `--set RULE.PARAM=VALUE` changes a threshold.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/facts.h"
+#include "trace/result.h"
+
+namespace cuprobe::analysis {
+
+enum class Severity { kInfo = 0, kWarning = 1, kError = 2 };
+const char* severity_name(Severity s);
+Result<Severity> parse_severity(const std::string& s);
+
+struct Param {
+  double value = 0;
+  std::string description;
+};
+
+struct RuleSpec {
+  std::string id;
+  std::string title;
+  Severity severity = Severity::kWarning;
+  std::string message;  // template: {name} or {name:pct|bytes|ms|s} from the evidence
+  std::string rationale;
+  std::string fix;
+  std::vector<std::string> references;
+  std::map<std::string, Param> params;
+  std::string file;  // where it was loaded from
+
+  double param(const std::string& name) const;  // throws std::out_of_range naming the rule
+};
+
+struct Finding {
+  std::string rule;
+  Severity severity = Severity::kWarning;
+  std::string title;
+  std::string message;
+  nlohmann::json evidence = nlohmann::json::object();
+  std::vector<std::string> problems;  // problem signatures involved
+  std::vector<uint32_t> pids;
+  std::string fix;
+  double impact_s = 0;  // estimated time lost, for ordering
+};
+
+// Expands {name} and {name:fmt} placeholders from `values`.
+std::string render(const std::string& tmpl, const nlohmann::json& values);
+
+// Loads every rules/*.json in `dirs`, later directories overriding earlier ones by id.
+Result<std::map<std::string, RuleSpec>> load_rules(const std::vector<std::string>& dirs);
+// Applies RULE.PARAM=VALUE; errors name the unknown rule or parameter.
+Result<bool> apply_setting(std::map<std::string, RuleSpec>& rules, const std::string& setting);
+
+struct AllFacts {
+  std::vector<ProcessFacts> processes;
+};
+
+using Emit = std::function<void(Finding)>;
+// The matching logic of one rule.
+using RuleFn = std::function<void(const RuleSpec&, const AllFacts&, const Emit&)>;
+const std::map<std::string, RuleFn>& rule_registry();
+
+// Registers a rule's logic at static-initialization time (analysis/rules/*.cpp).
+struct RegisterRule {
+  RegisterRule(const std::string& id, RuleFn fn);
+};
+
+// A finding pre-filled from the rule's data, its message rendered from `evidence`.
+Finding make_finding(const RuleSpec& spec, nlohmann::json evidence, double impact_s);
+
+// Where the installed or source rules are: $CUPROBE_RULES, <bin>/../share/cuprobe/rules, or
+// the source tree's rules/ (for the build tree).
+std::string default_rules_dir();
+
+}  // namespace cuprobe::analysis

@@ -1,0 +1,99 @@
+// unsupported-config: cuDNN failures grouped by problem, routine rejections during plan
+// building kept apart from failures the application saw, with known causes called out.
+#include <map>
+
+#include "analysis/common.h"
+#include "analysis/rules.h"
+
+namespace cuprobe::analysis {
+namespace {
+
+const char* status_name(int32_t s) {
+  switch (s) {
+    case 2000: return "BAD_PARAM";
+    case 2003: return "BAD_PARAM_MISALIGNED_POINTER";
+    case 3000: return "NOT_SUPPORTED";
+    case 3002: return "NOT_SUPPORTED_SHAPE";
+    case 4000: return "INTERNAL_ERROR";
+    case 4004: return "INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED";
+    case 5000: return "EXECUTION_FAILED";
+    case 1001: return "NOT_INITIALIZED";
+    default: return "";
+  }
+}
+
+// Known reasons cuDNN rejects a problem, read from its signature and alignment.
+std::string known_causes(const CudnnFailure& f, double max_elements, double min_alignment) {
+  std::string out;
+  ProblemShape s = parse_problem(f.problem);
+  bool low_precision = s.dtype == "f16" || s.dtype == "bf16" || s.dtype.rfind("fp8", 0) == 0 || s.dtype == "i8";
+  if (s.dims.size() >= 2 && low_precision && s.dims[1] % 8 != 0) {
+    out += fmt::format("{} channels, not a multiple of 8: tensor-core kernels need multiples of 8 in {}; ", s.dims[1],
+                       s.dtype);
+  }
+  double elements = 1;
+  for (int64_t d : s.dims) elements *= double(d);
+  if (!s.dims.empty() && elements >= max_elements) {
+    out += fmt::format("{:.3g} elements in one tensor (beyond 2^31 many kernels refuse); ", elements);
+  }
+  if (f.align && double(f.align) < min_alignment) out += fmt::format("pointers aligned to only {} bytes; ", f.align);
+  if (!out.empty()) out.resize(out.size() - 2);
+  return out;
+}
+
+void unsupported_config(const RuleSpec& spec, const AllFacts& all, const Emit& emit) {
+  double max_elements = spec.param("max_elements");
+  double min_alignment = spec.param("min_alignment");
+  for (const ProcessFacts& p : all.processes) {
+    uint64_t routine = 0;
+    nlohmann::json items = nlohmann::json::array();
+    std::vector<std::string> problems;
+    uint64_t visible = 0;
+    std::string first_cause;
+    for (const auto& f : p.cudnn_failures) {
+      if (f.routine) {
+        routine += f.count;
+        continue;
+      }
+      visible += f.count;
+      std::string cause = known_causes(f, max_elements, min_alignment);
+      if (first_cause.empty()) first_cause = cause;
+      items.push_back({{"api", f.api},
+                       {"status", f.status},
+                       {"status_name", status_name(f.status)},
+                       {"problem", f.problem},
+                       {"count", f.count},
+                       {"known_cause", cause}});
+      if (problems.size() < 5) {
+        problems.push_back(fmt::format("{} {} {}x: {}{}", f.api, status_name(f.status)[0] ? status_name(f.status)
+                                                                                           : std::to_string(f.status).c_str(),
+                                       f.count, f.problem.empty() ? "(no problem known)" : f.problem,
+                                       cause.empty() ? "" : " -- " + cause));
+      }
+    }
+    // Searches in which every candidate failed end in PyTorch's "unable to find an engine".
+    int hopeless = 0;
+    for (const auto& s : p.searches) {
+      if (s.winner >= 0 || s.candidates.empty()) continue;
+      bool all_failed = true;
+      for (const auto& c : s.candidates) all_failed = all_failed && (c.build_status != 0 || (c.exec_status > 0));
+      hopeless += all_failed ? 1 : 0;
+    }
+    if (visible == 0 && hopeless == 0) continue;
+    nlohmann::json ev = {{"process", process_label(p)},
+                         {"failures", visible},
+                         {"routine_rejections", routine},
+                         {"searches_without_engine", hopeless},
+                         {"known_cause", first_cause.empty() ? "none recognised" : first_cause},
+                         {"items", items}};
+    Finding f = make_finding(spec, ev, 0);
+    f.pids.push_back(p.pid);
+    f.problems = problems;
+    emit(std::move(f));
+  }
+}
+
+const RegisterRule kRegister("unsupported-config", unsupported_config);
+
+}  // namespace
+}  // namespace cuprobe::analysis

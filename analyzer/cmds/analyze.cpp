@@ -1,0 +1,164 @@
+// `cuprobe analyze`: runs the rules over run directories, trace files or dump JSON Lines and
+// reports what went wrong, how much it cost and what to do. `cuprobe rules` lists the rules and
+// `cuprobe explain RULE` prints one rule's rationale, thresholds and fix.
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "analysis/engine.h"
+#include "cli.h"
+
+namespace cuprobe::cli {
+
+namespace {
+
+constexpr const char* kHelp = R"(Usage: cuprobe analyze [options] PATH...
+
+Analyzes traces and reports findings: cuDNN benchmark re-search storms and repeated searches,
+workspace blowups, the same problem getting different algorithms on different ranks or over
+time, out-of-memory post-mortems, unsupported configurations, allocation churn and
+synchronization stalls. PATH is a run directory, a trace file, or JSON Lines from
+`cuprobe dump` ("-" reads them from standard input). Many PATHs (every rank, every host) are
+analyzed as one job, aligned by wall clock.
+
+Options:
+  --json               machine-readable report (schema: docs/analyze-json.md)
+  --fail-on SEVERITY   exit 1 when a finding is at least SEVERITY: info, warning (default) or
+                       error; exit 0 otherwise
+  --rules DIR          also load rules from DIR (same id: DIR's file overrides)
+  --set RULE.PARAM=V   change a rule's threshold, e.g. --set research-storm.min_late_searches=20
+  --rule ID            run only this rule (repeatable)
+  --threads N          traces read in parallel (default: one per core)
+  --color / --no-color colour the report (default: only on a terminal)
+  -h, --help           this text
+
+Exit status: 0 no finding at or above --fail-on, 1 findings, 2 usage error or unreadable input.
+)";
+
+}  // namespace
+
+int cmd_analyze(const Args& args) {
+  analysis::AnalyzeOptions opt;
+  opt.rule_dirs.push_back(analysis::default_rules_dir());
+  bool json = false;
+  int color = -1;
+  analysis::Severity fail_on = analysis::Severity::kWarning;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw UsageError(fmt::format("{} needs a value", a));
+      return args[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      fmt::print("{}", kHelp);
+      return kExitOk;
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--fail-on") {
+      auto s = analysis::parse_severity(value());
+      if (!s) throw UsageError("--fail-on: " + s.error().message);
+      fail_on = *s;
+    } else if (a == "--rules") {
+      opt.rule_dirs.push_back(value());
+    } else if (a == "--set") {
+      opt.settings.push_back(value());
+    } else if (a == "--rule") {
+      opt.only_rules.push_back(value());
+    } else if (a == "--threads") {
+      opt.threads = int(parse_count(a, value()));
+    } else if (a == "--color") {
+      color = 1;
+    } else if (a == "--no-color") {
+      color = 0;
+    } else if (a.size() > 1 && a[0] == '-') {
+      throw UsageError(fmt::format("unknown option '{}'", a));
+    } else {
+      opt.paths.push_back(a);
+    }
+  }
+  if (opt.paths.empty()) throw UsageError("no trace given; usage: cuprobe analyze PATH...");
+  auto report = analysis::analyze(opt);
+  if (!report) {
+    fmt::print(stderr, "cuprobe analyze: {}\n", report.error().message);
+    return kExitUsage;
+  }
+  if (json) {
+    nlohmann::json out = {{"summary", report->summary}, {"findings", analysis::findings_json(report->findings)},
+                          {"warnings", report->warnings}};
+    fmt::print("{}\n", out.dump(2));
+  } else {
+    analysis::print_report(*report, color < 0 ? isatty(1) != 0 : color == 1, stdout);
+  }
+  for (const auto& f : report->findings) {
+    if (f.severity >= fail_on) return kExitFindings;
+  }
+  return kExitOk;
+}
+
+int cmd_rules(const Args& args) {
+  std::vector<std::string> dirs = {analysis::default_rules_dir()};
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-h" || args[i] == "--help") {
+      fmt::print("Usage: cuprobe rules [--rules DIR]\nLists the rules `cuprobe analyze` applies.\n");
+      return kExitOk;
+    }
+    if (args[i] == "--rules" && i + 1 < args.size()) {
+      dirs.push_back(args[++i]);
+    } else {
+      throw UsageError(fmt::format("unknown argument '{}'", args[i]));
+    }
+  }
+  auto rules = analysis::load_rules(dirs);
+  if (!rules) {
+    fmt::print(stderr, "cuprobe rules: {}\n", rules.error().message);
+    return kExitUsage;
+  }
+  for (const auto& [id, r] : *rules) fmt::print("{:<20} {:<8} {}\n", id, analysis::severity_name(r.severity), r.title);
+  fmt::print("\n`cuprobe explain RULE` for one rule's rationale, thresholds and fix. Rules directory: {}\n", dirs[0]);
+  return kExitOk;
+}
+
+int cmd_explain(const Args& args) {
+  std::vector<std::string> dirs = {analysis::default_rules_dir()};
+  std::string id;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-h" || args[i] == "--help") {
+      fmt::print("Usage: cuprobe explain RULE [--rules DIR]\nPrints a rule's rationale, thresholds and fix.\n");
+      return kExitOk;
+    }
+    if (args[i] == "--rules" && i + 1 < args.size()) {
+      dirs.push_back(args[++i]);
+    } else if (id.empty()) {
+      id = args[i];
+    } else {
+      throw UsageError(fmt::format("unexpected argument '{}'", args[i]));
+    }
+  }
+  if (id.empty()) throw UsageError("which rule? usage: cuprobe explain RULE (see 'cuprobe rules')");
+  auto rules = analysis::load_rules(dirs);
+  if (!rules) {
+    fmt::print(stderr, "cuprobe explain: {}\n", rules.error().message);
+    return kExitUsage;
+  }
+  auto it = rules->find(id);
+  if (it == rules->end()) {
+    fmt::print(stderr, "cuprobe explain: no rule '{}' (see 'cuprobe rules')\n", id);
+    return kExitUsage;
+  }
+  const analysis::RuleSpec& r = it->second;
+  fmt::print("{} ({})\n{}\n\nWhy it matters\n  {}\n\nThresholds (change with --set {}.NAME=VALUE)\n", r.id,
+             analysis::severity_name(r.severity), r.title, r.rationale, r.id);
+  for (const auto& [name, p] : r.params) fmt::print("  {:<22} {:<10g} {}\n", name, p.value, p.description);
+  fmt::print("\nWhat to do\n  {}\n", r.fix);
+  if (!r.references.empty()) {
+    fmt::print("\nReferences\n");
+    for (const auto& ref : r.references) fmt::print("  {}\n", ref);
+  }
+  fmt::print("\nDefined in {}\n", r.file);
+  return kExitOk;
+}
+
+}  // namespace cuprobe::cli
