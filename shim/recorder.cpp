@@ -29,7 +29,7 @@ namespace {
 
 constexpr uint32_t kMaxSegments = 4096;
 constexpr uint32_t kFirstSegmentChunks = 16;   // 1 MiB
-constexpr uint32_t kLargestSegmentChunks = 1024;  // 64 MiB
+constexpr uint32_t kLargestSegmentChunks = 128;  // 8 MiB: what a finished trace can waste at its end
 constexpr uint64_t kDefaultMaxBytes = 4096ull << 20;
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
 constexpr int kMaxSignal = 65;
