@@ -30,10 +30,17 @@ time_it() {  # best of three, seconds
 }
 t1=$(time_it "$cuprobe" analyze --threads 1 "$one")
 tj=$(time_it "$cuprobe" analyze --threads 2 "$out/job")
-python3 - "$n" "$t1" "$total" "$tj" "$bytes" "$procs" <<'PY'
+rss() {  # peak resident set of one run, MiB
+  python3 -c 'import resource,subprocess,sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)' "$@"
+}
+rss1=$(rss "$cuprobe" analyze --threads 1 "$one")
+rssj=$(rss "$cuprobe" analyze --threads 2 "$out/job")
+python3 - "$n" "$t1" "$total" "$tj" "$bytes" "$procs" "$rss1" "$rssj" <<'PY'
 import sys
 n, t1, total, tj, size, procs = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+rss1, rssj = int(sys.argv[7]), int(sys.argv[8])
 print(f"one process: {n} events analyzed in {t1:.2f} s on one thread: {n / t1 / 1e6:.2f} M events/s")
 print(f"job: {procs} processes, {total} events, {size / 2**20:.0f} MiB of traces, analyzed in {tj:.2f} s on two threads "
       f"({total / tj / 1e6:.2f} M events/s)")
+print(f"peak resident memory: {rss1} MiB for one process, {rssj} MiB for the job (trace pages mapped and read count)")
 PY

@@ -137,7 +137,10 @@ Result<Report> analyze(const AnalyzeOptions& options) {
   workers = std::min<unsigned>(workers, unsigned(traces.size()));
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < traces.size();) all.processes[i] = gather_facts(*traces[i], fo);
+    for (size_t i; (i = next.fetch_add(1)) < traces.size();) {
+      all.processes[i] = gather_facts(*traces[i], fo);
+      traces[i]->release_events();  // resident memory stays at about one trace per worker
+    }
   };
   std::vector<std::thread> pool;
   for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);

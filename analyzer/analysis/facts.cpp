@@ -30,6 +30,50 @@ struct ApiView {
 
 uint64_t field(const reader::Event& e, int i) { return i >= 0 && i < e.nargs ? e.args[i] : 0; }
 
+// A live allocation as the pass keeps it: no strings, which are made only for the few an
+// out-of-memory report names.
+struct LiveAllocation {
+  uint64_t size = 0;
+  uint64_t ts_ns = 0;
+  uint32_t tid = 0;
+  uint16_t api = 0;
+  bool during_search = false;
+  std::string search_problem;  // only while cuDNN chose a plan (rare)
+};
+
+Allocation describe(const reader::Trace& trace, uint64_t ptr, const LiveAllocation& l) {
+  Allocation a;
+  a.ptr = ptr;
+  a.size = l.size;
+  a.ts_ns = l.ts_ns;
+  a.tid = l.tid;
+  a.api = trace.api_name(l.api);
+  a.purpose = l.during_search             ? "workspace while cuDNN chose a plan for " + l.search_problem
+              : (l.size % (2u << 20)) == 0 ? "caching-allocator segment"
+                                           : "allocation";
+  return a;
+}
+
+struct LastCall {
+  uint16_t api = 0;
+  int32_t ret = 0;
+  uint32_t tid = 0;
+};
+
+// Plans seen executing, by (problem hash, engine or algorithm, knob string id): the pass looks
+// up executions here without touching strings.
+struct PlanKey {
+  uint64_t hash;
+  int64_t engine;
+  uint32_t knobs;
+  bool operator==(const PlanKey& o) const { return hash == o.hash && engine == o.engine && knobs == o.knobs; }
+};
+struct PlanKeyHash {
+  size_t operator()(const PlanKey& k) const {
+    return std::hash<uint64_t>()(k.hash * 0x9e3779b97f4a7c15ull ^ uint64_t(k.engine) * 31 ^ k.knobs);
+  }
+};
+
 }  // namespace
 
 std::string human_bytes(uint64_t n) {
@@ -87,7 +131,7 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
     v.align = a.field_index("align");
     v.notes = a.field_index("notes");
   }
-  std::vector<uint64_t> calls(apis.size() + 1, 0), time(apis.size() + 1, 0);
+  std::vector<uint64_t> calls(apis.size() + 1, 0), time(apis.size() + 1, 0), sync_time(apis.size() + 1, 0);
 
   // A plan a problem runs with is a "use" once its selection is over: executions during a
   // search are candidates. A heuristic selection's winner keeps running while its episode is
@@ -113,7 +157,9 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
     it->first_ns = std::min(it->first_ns, first_ns);
     it->last_ns = std::max(it->last_ns, last_ns);
     it->executions += executions;
+    return std::make_pair(&p, size_t(it - p.plans.begin()));
   };
+  std::unordered_map<PlanKey, std::pair<ProblemUse*, size_t>, PlanKeyHash> plan_index;
   reader::SearchTracker tracker(trace, [&](const reader::SearchRecord& r) {
     f.searches.push_back(r);
     if (r.mode == "heuristic" && r.api == "backend" && r.winner >= 0) {
@@ -133,9 +179,11 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
   };
   std::vector<Failure> failures;
 
-  std::unordered_map<uint64_t, Allocation> live;
+  std::unordered_map<uint64_t, LiveAllocation> live;
+  LastCall last_calls[kLastCalls];
+  uint64_t last_call_count = 0;
   std::deque<std::pair<uint64_t, uint64_t>> recent_frees;  // (ts, bytes) in the last second
-  std::map<int, uint64_t> device_calls;
+  std::vector<uint64_t> device_calls;  // by device ordinal
   uint64_t first = UINT64_MAX, last = 0;
   // The span is known before the pass for binary traces (the reader found the last call).
   uint64_t span_end = trace.last_event_ns();
@@ -156,7 +204,10 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
       }
     }
     last = std::max(last, e.ts_ns + e.dur_ns);
-    if (e.device >= 0) ++device_calls[e.device];
+    if (e.device >= 0) {
+      if (size_t(e.device) >= device_calls.size()) device_calls.resize(size_t(e.device) + 1, 0);
+      ++device_calls[size_t(e.device)];
+    }
     tracker.on_event(e);
     const std::string* selecting = tracker.selecting(e.tid);
 
@@ -171,20 +222,20 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
         f.steady_alloc_bytes += size;
       }
       if (e.ret == 0) {
-        Allocation a;
-        a.ptr = field(e, v.ptr);
+        LiveAllocation a;
         a.size = size;
         a.ts_ns = e.ts_ns;
         a.tid = e.tid;
-        a.api = v.api->name;
-        a.purpose = selecting ? "workspace while cuDNN chose a plan for " + *selecting
-                    : (size % (2u << 20)) == 0 ? "caching-allocator segment"
-                                               : "allocation";
+        a.api = e.api;
+        if (selecting) {
+          a.during_search = true;
+          a.search_problem = *selecting;
+        }
         m.allocated += size;
         ++m.allocations;
         m.live += size;
         m.peak = std::max(m.peak, m.live);
-        live[a.ptr] = std::move(a);
+        live[field(e, v.ptr)] = std::move(a);
         for (size_t k = f.ooms.size(); k > 0 && k + 8 > f.ooms.size(); --k) {
           OomEvent& oom = f.ooms[k - 1];
           if (!oom.retried_ok && oom.device == e.device && size >= oom.requested) oom.retried_ok = true;
@@ -199,11 +250,12 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
         o.ret = e.ret;
         o.live = m.live;
         o.peak = m.peak;
-        std::vector<const Allocation*> on_device;
-        for (const auto& [ptr, a] : live) on_device.push_back(&a);
-        std::partial_sort(on_device.begin(), on_device.begin() + std::min(kLargest, on_device.size()), on_device.end(),
-                          [](const Allocation* x, const Allocation* y) { return x->size > y->size; });
-        for (size_t k = 0; k < std::min(kLargest, on_device.size()); ++k) o.largest.push_back(*on_device[k]);
+        std::vector<std::pair<uint64_t, const LiveAllocation*>> on_device;
+        for (const auto& [ptr, a] : live) on_device.emplace_back(ptr, &a);
+        size_t n = std::min(kLargest, on_device.size());
+        std::partial_sort(on_device.begin(), on_device.begin() + ptrdiff_t(n), on_device.end(),
+                          [](const auto& x, const auto& y) { return x.second->size > y.second->size; });
+        for (size_t k = 0; k < n; ++k) o.largest.push_back(describe(trace, on_device[k].first, *on_device[k].second));
         while (!recent_frees.empty() && recent_frees.front().first + 1000000000ull < e.ts_ns) recent_frees.pop_front();
         for (const auto& fr : recent_frees) {
           o.freed_before += fr.second;
@@ -227,7 +279,7 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
         live.erase(it);
       }
     } else if (v.flags & trace::kApiSync) {
-      if (selecting == nullptr) f.sync_ns[v.api->name] += e.dur_ns;  // a search's syncs are its cost
+      if (selecting == nullptr && e.api < sync_time.size()) sync_time[e.api] += e.dur_ns;  // a search's syncs are its cost
       ++f.sync_calls;
     }
 
@@ -239,14 +291,29 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
       uint64_t hash = field(e, v.problem_hash);
       if (!v.backend_execute || !tracker.in_episode(e.tid, hash)) {
         int64_t engine = v.backend_execute ? int64_t(field(e, v.engine)) : int64_t(field(e, v.algo));
-        use(hash, trace.string(uint32_t(field(e, v.problem))), engine,
-            v.backend_execute ? trace.string(uint32_t(field(e, v.knobs))) : "", v.backend_execute, e.ts_ns, e.ts_ns, 1);
+        uint32_t knobs = v.backend_execute ? uint32_t(field(e, v.knobs)) : 0;
+        PlanKey key{hash, engine, knobs};
+        auto known = plan_index.find(key);
+        if (known != plan_index.end()) {
+          PlanUse& u = known->second.first->plans[known->second.second];
+          u.first_ns = std::min(u.first_ns, e.ts_ns);
+          u.last_ns = std::max(u.last_ns, e.ts_ns);
+          ++u.executions;
+        } else {
+          static const std::string kNone;
+          plan_index.emplace(key, use(hash, trace.string(uint32_t(field(e, v.problem))), engine,
+                                      v.backend_execute ? trace.string(knobs) : kNone, v.backend_execute, e.ts_ns,
+                                      e.ts_ns, 1));
+        }
       }
     }
-    if (f.last_calls.size() == kLastCalls) f.last_calls.erase(f.last_calls.begin());
-    f.last_calls.push_back(fmt::format("{} ret={} tid={}", v.api ? v.api->name : "?", e.ret, e.tid));
+    last_calls[last_call_count++ % kLastCalls] = LastCall{e.api, e.ret, e.tid};
   });
   tracker.finish();
+  for (uint64_t k = last_call_count > kLastCalls ? last_call_count - kLastCalls : 0; k < last_call_count; ++k) {
+    const LastCall& c = last_calls[k % kLastCalls];
+    f.last_calls.push_back(fmt::format("{} ret={} tid={}", trace.api_name(c.api), c.ret, c.tid));
+  }
 
   for (auto& oom : f.ooms) oom.calls_after = f.events - oom.event_index;
   f.first_ns = first == UINT64_MAX ? 0 : first;
@@ -259,6 +326,7 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
       f.calls_by_api[apis[id].name] += calls[id];
       f.time_by_api[apis[id].name] += time[id];
     }
+    if (sync_time[id] || ((apis[id].flags & trace::kApiSync) && calls[id])) f.sync_ns[apis[id].name] += sync_time[id];
   }
   for (const auto& c : trace.counts()) f.calls_by_api[trace.api_name(c.api)] += c.calls;
   for (auto& [d, m] : f.memory) {
@@ -266,10 +334,10 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
     if (it != trace.devices().end()) m.total_mem = it->second.total_mem;
   }
   uint64_t most = 0;
-  for (const auto& [d, n] : device_calls) {
-    if (n > most) {
-      most = n;
-      f.device = d;
+  for (size_t d = 0; d < device_calls.size(); ++d) {
+    if (device_calls[d] > most) {
+      most = device_calls[d];
+      f.device = int(d);
     }
   }
 

@@ -103,12 +103,17 @@ class Clock {
   void init(trace::ClockKind kind, double ticks_per_ns_hint, std::vector<std::pair<uint64_t, uint64_t>> anchors);
   uint64_t to_ns(uint64_t ticks) const;
   uint64_t duration_ns(uint64_t start_ticks, uint64_t dur_ticks) const;
+  // Both at once for a reader walking forward in time: *segment remembers which stretch
+  // between anchors the last call fell in, so the search is skipped while calls stay in it.
+  void convert(uint64_t start_ticks, uint64_t dur_ticks, size_t* segment, uint64_t* ts_ns, uint64_t* dur_ns) const;
 
  private:
   bool identity_ = true;
   double hint_ = 1.0;
   double rate_ = 1.0;  // ticks per ns over all anchors
   std::vector<std::pair<uint64_t, uint64_t>> anchors_;  // (ticks, ns), sorted by ticks
+  size_t segment_of(uint64_t ticks) const;             // 0 before the first anchor, n after the last
+  double at(uint64_t ticks, size_t segment) const;     // ns, unclamped
 };
 
 // What every reader of a process's trace provides, whatever the source: the binary trace file
@@ -149,6 +154,8 @@ class Trace {
 
   // Visits every call in timestamp order (ties: thread id, then file order).
   virtual void for_each_event(const std::function<void(const Event&)>& fn) const = 0;
+  // Gives back the memory the calls occupied after a pass; another pass reads them again.
+  virtual void release_events() const {}
 
  protected:
   Trace() = default;
@@ -184,6 +191,8 @@ class TraceFile : public Trace {
   ~TraceFile() override;
 
   void for_each_event(const std::function<void(const Event&)>& fn) const override;
+  void release_events() const override;
+  void map_in() const;
 
  private:
   TraceFile() = default;

@@ -85,6 +85,7 @@ void SearchTracker::close(Episode& ep) {
   r.complete = r.winner >= 0;
   sink_(r);
   ep = Episode{};
+  --open_episodes_;
 }
 
 void SearchTracker::on_event(const Event& e) {
@@ -103,6 +104,7 @@ void SearchTracker::on_event(const Event& e) {
       if (ep.open && hash != 0 && ep.rec.problem_hash != hash) close(ep);
       if (!ep.open) {
         ep.open = true;
+        ++open_episodes_;
         ep.rec = SearchRecord{};
         ep.rec.pid = e.pid;
         ep.rec.tid = e.tid;
@@ -217,6 +219,7 @@ void SearchTracker::on_event(const Event& e) {
 }
 
 const std::string* SearchTracker::selecting(uint32_t tid) const {
+  if (open_episodes_ == 0) return nullptr;
   auto it = threads_.find(tid);
   if (it == threads_.end() || !it->second.episode.open) return nullptr;
   const Episode& ep = it->second.episode;
@@ -225,6 +228,7 @@ const std::string* SearchTracker::selecting(uint32_t tid) const {
 }
 
 bool SearchTracker::in_episode(uint32_t tid, uint64_t problem_hash) const {
+  if (open_episodes_ == 0) return false;
   auto it = threads_.find(tid);
   return it != threads_.end() && it->second.episode.open && it->second.episode.rec.problem_hash == problem_hash;
 }

@@ -97,6 +97,7 @@ class SearchTracker {
   const Trace& trace_;
   Sink sink_;
   std::map<uint32_t, ThreadState> threads_;
+  int open_episodes_ = 0;  // lets selecting() and in_episode() answer at once when none is open
   // Field indices per API id, resolved once.
   struct Fields {
     int desc, kind, problem, problem_hash, engine, knobs, workspace, notes, plan, ms, size, results, algo, math,

@@ -42,6 +42,26 @@ TEST(Clock, CounterTicksFollowTheAnchorsPiecewise) {
   }
 }
 
+TEST(Clock, ConvertWithASegmentHintAgreesWithToNs) {
+  reader::Clock c;
+  c.init(trace::ClockKind::kX86Tsc, 2.5,
+         {{1000, 5'000'000}, {1000 + 30'000'000, 15'000'000}, {1000 + 30'000'000 + 20'000'000, 25'000'000}});
+  // Forward, backward and jumping across segments, with calls that straddle an anchor.
+  std::vector<uint64_t> starts;
+  for (uint64_t t = 0; t < 60'000'000; t += 1'234'567) starts.push_back(t);
+  for (int64_t t = 60'000'000; t > 0; t -= 7'654'321) starts.push_back(uint64_t(t));
+  starts.push_back(1000 + 30'000'000 - 500);
+  size_t segment = 0;
+  for (uint64_t s : starts) {
+    for (uint64_t dur : {uint64_t(0), uint64_t(3000), uint64_t(2'000'000)}) {
+      uint64_t ts = 0, d = 0;
+      c.convert(s, dur, &segment, &ts, &d);
+      EXPECT_EQ(ts, c.to_ns(s)) << s;
+      EXPECT_NEAR(double(d), double(c.duration_ns(s, dur)), 1.0) << s << " " << dur;
+    }
+  }
+}
+
 TEST(Clock, OneAnchorUsesTheCalibratedRate) {
   reader::Clock c;
   c.init(trace::ClockKind::kX86Tsc, 2.0, {{2000, 1000}});
