@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, records the bundled example and prints what was captured.
-# With a GPU and PyTorch present it records examples/pytorch/conv_train.py; otherwise the
-# simulated training loop in examples/simulated runs against cuprobe's CUDA test double.
+# Installs what is missing, builds, records the bundled example and prints the analysis.
+# With a GPU and PyTorch present it records examples/pytorch/convnet.py (a conv net with
+# cudnn.benchmark on and changing image sizes: a re-search storm); otherwise the same cuDNN
+# traffic replayed by examples/simulated against cuprobe's CUDA and cuDNN test doubles.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/deps.sh"
@@ -10,12 +11,14 @@ cuprobe="$root/build/bin/cuprobe"
 run="$root/build/demo-run"
 rm -rf "$run"
 if command -v nvidia-smi >/dev/null 2>&1 && python3 -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-  echo "== recording examples/pytorch/conv_train.py on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
-  "$cuprobe" record -o "$run" -- python3 "$root/examples/pytorch/conv_train.py"
+  echo "== recording examples/pytorch/convnet.py on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+  "$cuprobe" record -o "$run" -- python3 "$root/examples/pytorch/convnet.py" --sizes random --steps 30
 else
-  echo "== no GPU with PyTorch here: recording the simulated training loop against the CUDA test double"
-  "$cuprobe" record -o "$run" -- "$root/build/examples/simulated_train"
+  echo "== no GPU with PyTorch here: replaying a convolution's cuDNN traffic with a new input shape"
+  echo "   every 20 steps (cudnn.benchmark on) against cuprobe's CUDA and cuDNN test doubles"
+  "$cuprobe" record -o "$run" -- "$root/build/examples/simulated_storm" --benchmark --bwd --shapes 12 --steps 20 >/dev/null
 fi
 echo
-echo "== what was captured (cuprobe dump, first lines; the whole trace: $cuprobe dump $run)"
-"$cuprobe" dump "$run" | head -n 25 | cut -c1-240
+echo "== cuprobe analyze $run"
+# Findings make analyze exit 1 (for CI gates); here they are the expected result.
+"$cuprobe" analyze "$run" || [ $? -eq 1 ]

@@ -32,3 +32,6 @@ for k, n in list(execs.items())[:12]:
 searches = [l for l in lines if l["type"] == "search"]
 modes = collections.Counter((s["api"], s["mode"], s["complete"]) for s in searches)
 print(f"search records: {len(searches)} {dict(modes)}; distinct problems: {len({s['problem_hash'] for s in searches})}")
+backend_execs = [c for c in calls if c["api"] == "cudnnBackendExecute"]
+unlinked = [c for c in backend_execs if not c.get("problem")]
+print(f"backend executions without a problem: {len(unlinked)} of {len(backend_execs)}")

@@ -39,14 +39,14 @@ section() { echo; echo "== $*"; }
   done
 
   section "torchvision ResNet-18 training, batch 64, benchmark on (BatchNorm via the legacy API)"
-  "$cuprobe" record -q -o "$work/resnet18" -- python3 $py/resnet_step.py --arch resnet18 --benchmark --steps 10
+  "$cuprobe" record -q -o "$work/resnet18" -- python3 examples/pytorch/resnet_train.py --arch resnet18 --benchmark --steps 10
   "$cuprobe" dump "$work/resnet18" >"$work/resnet18.jsonl"
   python3 $py/summarize_dump.py "$work/resnet18.jsonl"
 
   section "added time per training step: ResNet-50, batch 64, bf16 autocast, channels_last, benchmark on"
   for i in 1 2; do
-    python3 $py/resnet_step.py --arch resnet50 --benchmark --amp --channels-last --steps 40 | sed 's/^/plain:  /'
-    "$cuprobe" record -q -o "$work/r50-$i" -- python3 $py/resnet_step.py --arch resnet50 --benchmark --amp --channels-last --steps 40 | sed 's/^/traced: /'
+    python3 examples/pytorch/resnet_train.py --arch resnet50 --benchmark --amp --channels-last --steps 40 | sed 's/^/plain:  /'
+    "$cuprobe" record -q -o "$work/r50-$i" -- python3 examples/pytorch/resnet_train.py --arch resnet50 --benchmark --amp --channels-last --steps 40 | sed 's/^/traced: /'
     du -sb "$work/r50-$i" | awk '{print "trace bytes:", $1}'
   done
   "$cuprobe" dump --no-events "$work/r50-1" | python3 -c 'import json,sys; [print("r50 process:", l["events"], "events,", l["stats"]) for l in map(json.loads, sys.stdin) if l["type"]=="process"]'

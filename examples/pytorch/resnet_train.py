@@ -1,10 +1,12 @@
 """A torchvision ResNet training loop (BatchNorm through cuDNN's legacy API, convolutions through
-the backend API), timing the median step after warm-up. Used to check capture on a real model
-and to measure the shim's added time per step.
+the backend API), timing the median step after warm-up. Used by the divergence example (one
+process per GPU under torchrun) and to measure cuprobe's added time per step.
 
-Usage: python3 resnet_step.py [--arch resnet18] [--batch 64] [--steps 30] [--benchmark]
-       [--amp] [--channels-last]"""
+Usage: python3 resnet_train.py [--arch resnet18] [--batch 64] [--steps 30] [--warmup 8]
+       [--benchmark] [--amp] [--channels-last]
+Under torchrun each process uses GPU LOCAL_RANK (modulo the GPUs present)."""
 import argparse
+import os
 import statistics
 import time
 
@@ -22,6 +24,8 @@ p.add_argument("--channels-last", action="store_true")
 a = p.parse_args()
 torch.manual_seed(0)
 torch.backends.cudnn.benchmark = a.benchmark
+rank = int(os.environ.get("RANK", "0"))
+torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
 model = getattr(torchvision.models, a.arch)(num_classes=100).cuda()
 fmt = torch.channels_last if a.channels_last else torch.contiguous_format
 model = model.to(memory_format=fmt)
@@ -40,4 +44,4 @@ for step in range(a.warmup + a.steps):
     torch.cuda.synchronize()
     if step >= a.warmup:
         times.append(time.perf_counter() - t0)
-print(f"{a.arch} batch {a.batch} median_step_ms {statistics.median(times) * 1e3:.3f} loss {loss.item():.4f}")
+print(f"rank {rank} {torch.cuda.get_device_name()} {a.arch} batch {a.batch} median_step_ms {statistics.median(times) * 1e3:.3f} loss {loss.item():.4f}")
