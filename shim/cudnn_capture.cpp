@@ -249,7 +249,14 @@ void query_cfg(EngineCfgState& cfg, void* cfg_desc) {
 
 // The operation graph this thread finalized last: plans are built right after their graph, on
 // the same thread, so a plan whose configuration cannot be traced back to a graph belongs to it.
-__thread const void* t_last_graph __attribute__((tls_model("initial-exec")));
+__thread ProblemLink t_last_problem __attribute__((tls_model("initial-exec")));
+
+ProblemLink link_of(const void* graph) {
+  const DescEntry* g = desc_find(graph);
+  if (g == nullptr || g->kind != CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) return ProblemLink{};
+  uint64_t align = g->u.graph.min_alignment > 0 ? uint64_t(g->u.graph.min_alignment) : 0;
+  return ProblemLink{g->u.graph.problem_hash, g->u.graph.problem_sid, uint32_t(align > UINT32_MAX ? UINT32_MAX : align)};
+}
 
 void finalize_graph(DescEntry& e) {
   SigBuilder sig;
@@ -267,19 +274,17 @@ void finalize_plan(DescEntry& e, const void* desc, cudnnStatus_t status) {
     DescEntry* engine = desc_find(c.engine);
     if (engine && engine->kind == CUDNN_BACKEND_ENGINE_DESCRIPTOR) {
       if (c.engine_index < 0) c.engine_index = engine->u.engine.global_index;
-      if (c.graph == nullptr) c.graph = engine->u.engine.graph;
+      if (c.problem.empty()) c.problem = engine->u.engine.problem;
     }
-    if (c.graph == nullptr || desc_find(c.graph) == nullptr) c.graph = const_cast<void*>(t_last_graph);
+    if (c.problem.empty()) c.problem = t_last_problem;
     if (!c.queried) query_cfg(c, plan.cfg);
     plan.engine = c.engine_index;
     plan.notes = c.notes;
     plan.behavior = c.behavior;
     plan.knobs_sid = knobs_string(c.knobs);
-    ProblemRef p = graph_problem_of(desc_find(c.graph));
-    plan.problem_sid = p.sid;
-    plan.problem_hash = p.hash;
-    DescEntry* g = desc_find(c.graph);
-    if (g && g->kind == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) plan.min_alignment = g->u.graph.min_alignment;
+    plan.problem_sid = c.problem.sid;
+    plan.problem_hash = c.problem.hash;
+    plan.min_alignment = c.problem.min_alignment;
   } else {
     plan.engine = -1;
   }
@@ -401,7 +406,7 @@ void mirror_set_attribute(DescEntry& e, cudnnBackendAttributeName_t name, cudnnB
       }
       return;
     case CUDNN_BACKEND_ENGINE_DESCRIPTOR:
-      if (name == CUDNN_ATTR_ENGINE_OPERATION_GRAPH) e.u.engine.graph = element<void*>(el, 0);
+      if (name == CUDNN_ATTR_ENGINE_OPERATION_GRAPH) e.u.engine.problem = link_of(element<void*>(el, 0));
       if (name == CUDNN_ATTR_ENGINE_GLOBAL_INDEX) e.u.engine.global_index = element<int64_t>(el, 0);
       return;
     case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR:
@@ -410,7 +415,7 @@ void mirror_set_attribute(DescEntry& e, cudnnBackendAttributeName_t name, cudnnB
         e.u.cfg.engine_index = -1;
         if (DescEntry* eng = desc_find(e.u.cfg.engine)) {
           if (eng->kind == CUDNN_BACKEND_ENGINE_DESCRIPTOR) {
-            e.u.cfg.graph = eng->u.engine.graph;
+            e.u.cfg.problem = eng->u.engine.problem;
             e.u.cfg.engine_index = eng->u.engine.global_index;
           }
         }
@@ -462,7 +467,7 @@ bool mirror_get_attribute(DescEntry& e, cudnnBackendAttributeName_t name, int64_
       for (int64_t i = 0; i < count; ++i) {
         DescEntry* cfg = desc_find(element<void*>(el, i));
         if (cfg && cfg->kind == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR) {
-          cfg->u.cfg.graph = e.u.heur.graph;
+          cfg->u.cfg.problem = link_of(e.u.heur.graph);
           cfg->u.cfg.engine_index = -1;
           cfg->u.cfg.queried = 0;
         }
@@ -474,7 +479,7 @@ bool mirror_get_attribute(DescEntry& e, cudnnBackendAttributeName_t name, int64_
       if (name == CUDNN_ATTR_ENGINECFG_ENGINE) {
         DescEntry* engine = desc_find(element<void*>(el, 0));
         if (engine && engine->kind == CUDNN_BACKEND_ENGINE_DESCRIPTOR) {
-          engine->u.engine.graph = e.u.cfg.graph;
+          engine->u.engine.problem = e.u.cfg.problem;
           engine->u.engine.global_index = e.u.cfg.engine_index;
         }
       }
@@ -495,7 +500,7 @@ bool mirror_finalize(DescEntry& e, const void* desc, cudnnStatus_t status) {
     case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
       if (status == CUDNN_STATUS_SUCCESS) {
         finalize_graph(e);
-        t_last_graph = desc;
+        t_last_problem = link_of(desc);
       }
       return true;
     case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:

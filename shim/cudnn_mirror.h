@@ -80,14 +80,24 @@ struct KnobSet {
   int64_t values[kMaxKnobs];
 };
 
+// The problem an engine or configuration belongs to, copied from its operation graph while the
+// graph is alive: cudnn-frontend may destroy the graph before it builds plans from the
+// configurations (PyTorch's heuristic path does).
+struct ProblemLink {
+  uint64_t hash;
+  uint32_t sid;
+  uint32_t min_alignment;  // 0 unknown or empty link
+  bool empty() const { return sid == 0 && hash == 0; }
+};
+
 struct EngineState {
-  void* graph;
+  ProblemLink problem;
   int64_t global_index;  // -1 unknown
 };
 
 struct EngineCfgState {
   void* engine;
-  void* graph;  // from the engine, or from the heuristics query that produced this config
+  ProblemLink problem;  // from the engine, or from the heuristics query that produced this config
   KnobSet knobs;
   int64_t engine_index;  // learned by query or from the engine; -1 unknown
   uint32_t notes;        // 1 << cudnnBackendNumericalNote_t

@@ -2,7 +2,9 @@
 #include "analysis/facts.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
+#include <string_view>
 #include <deque>
 #include <regex>
 #include <unordered_map>
@@ -54,6 +56,10 @@ Allocation describe(const reader::Trace& trace, uint64_t ptr, const LiveAllocati
   return a;
 }
 
+struct Churn {
+  uint64_t allocs = 0, frees = 0, ns = 0, bytes = 0;
+};
+
 struct LastCall {
   uint16_t api = 0;
   int32_t ret = 0;
@@ -75,6 +81,36 @@ struct PlanKeyHash {
 };
 
 }  // namespace
+
+uint64_t layer_key(const std::string& problem) {
+  std::string key;
+  size_t i = 0;
+  while (i < problem.size()) {
+    size_t open = problem.find('[', i);
+    if (open == std::string::npos) {
+      key.append(problem, i, std::string::npos);
+      break;
+    }
+    size_t close = problem.find(']', open);
+    if (close == std::string::npos) close = problem.size() - 1;
+    size_t name = open;
+    while (name > i && std::isalpha(static_cast<unsigned char>(problem[name - 1]))) --name;
+    std::string_view tensor(problem.data() + name, open - name);
+    key.append(problem, i, open - i);
+    if (tensor == "w" || tensor == "dw" || tensor == "pad" || tensor == "str" || tensor == "dil") {
+      key.append(problem, open, close + 1 - open);
+    } else {
+      // Batch and spatial sizes change with the input; the channel count is the layer's.
+      size_t first = problem.find(',', open);
+      size_t second = first < close ? problem.find(',', first + 1) : std::string::npos;
+      key += '[';
+      if (first < close) key.append(problem, first + 1, std::min(second, close) - first - 1);
+      key += ']';
+    }
+    i = close + 1;
+  }
+  return std::hash<std::string>()(key) | 1;  // never 0
+}
 
 std::string human_bytes(uint64_t n) {
   if (n >= (1ull << 30)) return fmt::format("{:.2f} GiB", double(n) / double(1ull << 30));
@@ -180,7 +216,17 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
   std::vector<Failure> failures;
 
   std::unordered_map<uint64_t, LiveAllocation> live;
+  // Out-of-memory bookkeeping: each thread's latest failure until its next allocation, and the
+  // failures not yet followed by successful work.
+  std::unordered_map<uint32_t, size_t> last_oom_of_thread;
+  size_t continued_upto = 0;
+  auto mark_continued = [&] {
+    for (; continued_upto < f.ooms.size(); ++continued_upto) f.ooms[continued_upto].continued = true;
+  };
   LastCall last_calls[kLastCalls];
+  std::unordered_map<uint64_t, uint64_t> layer_of;  // problem hash -> layer_key, for second_pass_ns
+  uint64_t first_layer = 0;
+  bool other_layer_ran = false;
   uint64_t last_call_count = 0;
   std::deque<std::pair<uint64_t, uint64_t>> recent_frees;  // (ts, bytes) in the last second
   std::vector<uint64_t> device_calls;  // by device ordinal
@@ -188,6 +234,8 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
   // The span is known before the pass for binary traces (the reader found the last call).
   uint64_t span_end = trace.last_event_ns();
   bool warmup_known = false;
+  uint64_t fraction_end = 0;
+  Churn after_fraction, after_second_pass;
 
   trace.for_each_event([&](const reader::Event& e) {
     const ApiView& v = views[e.api < views.size() ? e.api : 0];
@@ -199,7 +247,7 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
     if (first == UINT64_MAX) {
       first = e.ts_ns;
       if (span_end > first) {
-        f.warmup_end_ns = first + uint64_t(double(span_end - first) * options.warmup_fraction);
+        fraction_end = first + uint64_t(double(span_end - first) * options.warmup_fraction);
         warmup_known = true;
       }
     }
@@ -211,15 +259,20 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
     tracker.on_event(e);
     const std::string* selecting = tracker.selecting(e.tid);
 
-    bool steady = warmup_known && e.ts_ns >= f.warmup_end_ns;
+    // Allocation churn is counted from both possible ends of warm-up; which one holds is known
+    // at the end of the pass.
+    Churn* churn[2] = {warmup_known && e.ts_ns >= fraction_end ? &after_fraction : nullptr,
+                       f.second_pass_ns && e.ts_ns >= f.second_pass_ns ? &after_second_pass : nullptr};
     if (v.flags & trace::kApiDeviceAlloc) {
       DeviceMemory& m = f.memory[e.device];
       m.device = e.device;
       uint64_t size = field(e, v.size);
-      if (steady) {
-        ++f.steady_allocs;
-        f.steady_alloc_ns += e.dur_ns;
-        f.steady_alloc_bytes += size;
+      for (Churn* c : churn) {
+        if (c) {
+          ++c->allocs;
+          c->ns += e.dur_ns;
+          c->bytes += size;
+        }
       }
       if (e.ret == 0) {
         LiveAllocation a;
@@ -236,10 +289,13 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
         m.live += size;
         m.peak = std::max(m.peak, m.live);
         live[field(e, v.ptr)] = std::move(a);
-        for (size_t k = f.ooms.size(); k > 0 && k + 8 > f.ooms.size(); --k) {
-          OomEvent& oom = f.ooms[k - 1];
-          if (!oom.retried_ok && oom.device == e.device && size >= oom.requested) oom.retried_ok = true;
+        auto last = last_oom_of_thread.find(e.tid);
+        if (last != last_oom_of_thread.end()) {
+          OomEvent& oom = f.ooms[last->second];
+          if (oom.requested == size && oom.device == e.device) oom.retried_ok = true;
+          last_oom_of_thread.erase(last);
         }
+        mark_continued();
       } else if (e.ret == kCudaOom) {
         OomEvent o;
         o.ts_ns = e.ts_ns;
@@ -263,12 +319,20 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
         }
         if (selecting) o.search_problem = *selecting;
         o.event_index = f.events;
+        auto last = last_oom_of_thread.find(e.tid);
+        if (last != last_oom_of_thread.end()) {
+          const OomEvent& prev = f.ooms[last->second];
+          o.is_retry = prev.requested == size && prev.device == e.device && !prev.is_retry;
+        }
+        last_oom_of_thread[e.tid] = f.ooms.size();
         f.ooms.push_back(std::move(o));
       }
     } else if ((v.flags & trace::kApiDeviceFree) && e.ret == 0) {
-      if (steady) {
-        ++f.steady_frees;
-        f.steady_alloc_ns += e.dur_ns;
+      for (Churn* c : churn) {
+        if (c) {
+          ++c->frees;
+          c->ns += e.dur_ns;
+        }
       }
       auto it = live.find(field(e, v.ptr));
       if (it != live.end()) {
@@ -288,8 +352,23 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
                                  uint32_t(field(e, v.align))});
     }
     if ((v.backend_execute || v.legacy_exec) && e.ret == 0) {
+      if (continued_upto < f.ooms.size()) mark_continued();
       uint64_t hash = field(e, v.problem_hash);
       if (!v.backend_execute || !tracker.in_episode(e.tid, hash)) {
+        if (hash != 0 && f.second_pass_ns == 0) {
+          auto known_layer = layer_of.find(hash);
+          if (known_layer == layer_of.end()) {
+            known_layer = layer_of.emplace(hash, layer_key(trace.string(uint32_t(field(e, v.problem))))).first;
+          }
+          uint64_t layer = known_layer->second;
+          if (first_layer == 0) {
+            first_layer = layer;
+          } else if (layer != first_layer) {
+            other_layer_ran = true;
+          } else if (other_layer_ran) {
+            f.second_pass_ns = e.ts_ns;
+          }
+        }
         int64_t engine = v.backend_execute ? int64_t(field(e, v.engine)) : int64_t(field(e, v.algo));
         uint32_t knobs = v.backend_execute ? uint32_t(field(e, v.knobs)) : 0;
         PlanKey key{hash, engine, knobs};
@@ -319,8 +398,16 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
   f.first_ns = first == UINT64_MAX ? 0 : first;
   f.last_ns = last;
   if (!warmup_known && last > f.first_ns) {
-    f.warmup_end_ns = f.first_ns + uint64_t(double(last - f.first_ns) * options.warmup_fraction);
+    fraction_end = f.first_ns + uint64_t(double(last - f.first_ns) * options.warmup_fraction);
   }
+  // Warm-up ends where the job starts repeating itself, when that is seen; else after the
+  // first part of the run.
+  const Churn& steady = f.second_pass_ns ? after_second_pass : after_fraction;
+  f.warmup_end_ns = f.second_pass_ns ? f.second_pass_ns : fraction_end;
+  f.steady_allocs = steady.allocs;
+  f.steady_frees = steady.frees;
+  f.steady_alloc_ns = steady.ns;
+  f.steady_alloc_bytes = steady.bytes;
   for (size_t id = 0; id < apis.size(); ++id) {
     if (calls[id]) {
       f.calls_by_api[apis[id].name] += calls[id];

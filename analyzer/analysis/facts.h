@@ -48,7 +48,9 @@ struct OomEvent {
   std::vector<Allocation> largest;     // the largest live allocations then
   uint64_t freed_before = 0;           // bytes freed in the second before (cache flushes)
   int frees_before = 0;
-  bool retried_ok = false;             // a later allocation of at least this size succeeded
+  bool retried_ok = false;             // the thread's next allocation, of the same size, succeeded
+  bool is_retry = false;               // the retry of the thread's previous failed request
+  bool continued = false;              // the process allocated or ran cuDNN work successfully later
   uint64_t calls_after = 0;            // calls the process made afterwards
   uint64_t event_index = 0;
   std::string search_problem;          // the search in progress, when there was one
@@ -91,7 +93,10 @@ struct ProcessFacts {
   int rank = -1;
   uint64_t first_ns = 0;  // first call
   uint64_t last_ns = 0;   // end of the last call
-  uint64_t warmup_end_ns = 0;
+  uint64_t warmup_end_ns = 0;  // second_pass_ns when seen, else the first part of the run
+  // Where the second training step (or iteration) began, 0 when not seen: the layer of the
+  // first cuDNN problem the process ran (layer_key), run again after another layer ran.
+  uint64_t second_pass_ns = 0;
   uint64_t events = 0;
   std::map<std::string, uint64_t> calls_by_api;
   std::map<std::string, uint64_t> time_by_api;  // ns spent inside calls
@@ -125,5 +130,9 @@ struct ProblemShape {
 ProblemShape parse_problem(const std::string& problem);
 
 std::string human_bytes(uint64_t n);
+
+// Identifies a problem's layer whatever its input size: the signature without batch and
+// spatial sizes (filters, padding, strides, channel counts and data types kept).
+uint64_t layer_key(const std::string& problem);
 
 }  // namespace cuprobe::analysis

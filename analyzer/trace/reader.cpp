@@ -505,13 +505,18 @@ Result<std::vector<std::string>> find_trace_files(const std::string& path) {
   if (ec || !fs::exists(st)) return Error{fmt::format("{}: no such file or directory", path)};
   std::vector<std::string> files;
   if (fs::is_directory(st)) {
+    // A run directory holds *.cuprobe files; a directory of `cuprobe dump` output, *.jsonl.
+    std::vector<std::string> dumps;
     for (const auto& entry : fs::directory_iterator(path, ec)) {
-      if (entry.path().extension() == ".cuprobe" && entry.is_regular_file()) files.push_back(entry.path().string());
+      if (!entry.is_regular_file()) continue;
+      if (entry.path().extension() == ".cuprobe") files.push_back(entry.path().string());
+      if (entry.path().extension() == ".jsonl") dumps.push_back(entry.path().string());
     }
     if (ec) return Error{fmt::format("{}: cannot list: {}", path, ec.message())};
+    if (files.empty()) files = std::move(dumps);
     if (files.empty()) {
-      return Error{fmt::format("{}: no trace files (*.cuprobe) in this directory; no traced process made a CUDA call, "
-                               "or the shim was not preloaded",
+      return Error{fmt::format("{}: no trace files (*.cuprobe, or *.jsonl from cuprobe dump) in this directory; no "
+                               "traced process made a CUDA call, or the shim was not preloaded",
                                path)};
     }
     std::sort(files.begin(), files.end());

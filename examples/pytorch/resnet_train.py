@@ -32,7 +32,7 @@ model = model.to(memory_format=fmt)
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 x = torch.randn(a.batch, 3, 224, 224, device="cuda").to(memory_format=fmt)
 y = torch.randint(0, 100, (a.batch,), device="cuda")
-times = []
+times, first = [], 0.0
 for step in range(a.warmup + a.steps):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -42,6 +42,8 @@ for step in range(a.warmup + a.steps):
     loss.backward()
     opt.step()
     torch.cuda.synchronize()
+    if step == 0:
+        first = time.perf_counter() - t0  # with --benchmark: every convolution's search
     if step >= a.warmup:
         times.append(time.perf_counter() - t0)
-print(f"rank {rank} {torch.cuda.get_device_name()} {a.arch} batch {a.batch} median_step_ms {statistics.median(times) * 1e3:.3f} loss {loss.item():.4f}")
+print(f"rank {rank} {torch.cuda.get_device_name()} {a.arch} batch {a.batch} first_step_ms {first * 1e3:.0f} median_step_ms {statistics.median(times) * 1e3:.3f} loss {loss.item():.4f}")

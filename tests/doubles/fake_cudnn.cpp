@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -553,6 +554,14 @@ struct Behave<ApiId::cudnnBackendDestroyDescriptor> {
     std::lock_guard<std::mutex> lock(g_mu);
     auto* b = static_cast<BDesc*>(d);
     if (!live().erase(b)) return CUDNN_STATUS_BAD_PARAM;
+    // cuDNN keeps what configurations and plans need of a destroyed operation graph (PyTorch
+    // destroys the graph before building plans from heuristics' configurations); the double
+    // keeps the whole descriptor alive for them.
+    if (b->type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) {
+      static std::vector<std::unique_ptr<BDesc>> retired;
+      retired.emplace_back(b);
+      return CUDNN_STATUS_SUCCESS;
+    }
     delete b;
     return CUDNN_STATUS_SUCCESS;
   }

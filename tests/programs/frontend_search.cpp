@@ -8,7 +8,8 @@
 // Options: --benchmark, --bwd (also backward data and backward filter), --shapes N (problem k
 // has batch 8+8k, H=W=16), --repeat K (search every problem K times in all, as after a cache
 // eviction), --steps S (default 3), --limit L (plans timed at most, default 10), --threads T
-// (each thread runs everything with its own handle and stream).
+// (each thread runs everything with its own handle and stream), --copy-configs, --graph-dies-early
+// (see below).
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -52,6 +53,7 @@ struct Options {
   int limit = 10;
   int threads = 1;
   bool copy_configs = false;
+  bool graph_dies_early = false;
 };
 
 enum class Kind { fwd, dgrad, wgrad };
@@ -228,6 +230,14 @@ void run_problem(const Options& o, cudnnHandle_t handle, cudaStream_t stream, Ki
     }
   }
 
+  // --graph-dies-early: like PyTorch's heuristic path, destroy the heuristics and the operation
+  // graph before building plans from the configurations.
+  if (o.graph_dies_early) {
+    CK(cudnnBackendDestroyDescriptor(heur));
+    CK(cudnnBackendDestroyDescriptor(graph));
+    heur = graph = nullptr;
+  }
+
   std::vector<cudnnBackendDescriptor_t> all_plans;
   std::vector<Plan> plans;
   for (int64_t i = 0; i < count; ++i) {
@@ -320,8 +330,8 @@ void run_problem(const Options& o, cudnnHandle_t handle, cudaStream_t stream, Ki
   } else {
     for (auto c : cfgs) CK(cudnnBackendDestroyDescriptor(c));
   }
-  CK(cudnnBackendDestroyDescriptor(heur));
-  CK(cudnnBackendDestroyDescriptor(graph));
+  if (heur) CK(cudnnBackendDestroyDescriptor(heur));
+  if (graph) CK(cudnnBackendDestroyDescriptor(graph));
   CK(cudnnBackendDestroyDescriptor(op));
   CK(cudnnBackendDestroyDescriptor(conv));
   CK(cudnnBackendDestroyDescriptor(y));
@@ -370,6 +380,7 @@ int main(int argc, char** argv) {
     else if (a == "--steps") o.steps = int_arg(argc, argv, i);
     else if (a == "--limit") o.limit = int_arg(argc, argv, i);
     else if (a == "--copy-configs") o.copy_configs = true;
+    else if (a == "--graph-dies-early") o.graph_dies_early = true;
     else if (a == "--threads") o.threads = int_arg(argc, argv, i);
     else {
       std::fprintf(stderr, "frontend_search: unknown option %s\n", argv[i]);

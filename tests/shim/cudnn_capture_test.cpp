@@ -180,6 +180,30 @@ TEST(CudnnCapture, PlansFromCopiedConfigurationsKeepTheirProblem) {
   for (const auto& s : searches) EXPECT_TRUE(s["complete"].get<bool>()) << s.dump();
 }
 
+TEST(CudnnCapture, PlansBuiltAfterTheirGraphWasDestroyedKeepTheirProblem) {
+  // PyTorch's heuristic path destroys the operation graph (and the heuristics) before it builds
+  // plans from the configurations; the heuristic and benchmark selections must both still
+  // name their problem, with and without copied configurations.
+  for (std::vector<std::string> extra : {std::vector<std::string>{}, {"--benchmark"}, {"--copy-configs"}}) {
+    std::string dir = fresh_dir("cudnn-graph-dies");
+    std::vector<std::string> cmd = {program("frontend_search"), "--graph-dies-early", "--bwd"};
+    cmd.insert(cmd.end(), extra.begin(), extra.end());
+    RunResult r = record(dir, cmd);
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto lines = dump(dir);
+    auto execs = of_type(lines, "call", "cudnnBackendExecute");
+    ASSERT_FALSE(execs.empty());
+    std::set<std::string> problems;
+    for (const auto& e : execs) {
+      EXPECT_EQ(e["problem"].get<std::string>().rfind("conv_", 0), 0u) << e.dump();
+      EXPECT_GE(e["engine"].get<int>(), 0);
+      problems.insert(e["problem"].get<std::string>());
+    }
+    EXPECT_EQ(problems.size(), 3u);  // forward, backward data, backward filter
+    for (const auto& s : of_type(lines, "search")) EXPECT_TRUE(s["complete"].get<bool>()) << s.dump();
+  }
+}
+
 TEST(CudnnCapture, TheSameProblemSearchedAgainIsASecondRecord) {
   std::string dir = fresh_dir("cudnn-repeat");
   RunResult r = record(dir, {program("frontend_search"), "--benchmark", "--repeat", "3"});

@@ -1,7 +1,7 @@
-// oom-postmortem: for each failed device allocation, what was asked for, what was live on the
-// device then and its peak, the largest live allocations and what they were for, what was
-// freed just before (the caching allocator flushing its cache and retrying), and whether the
-// application recovered. A process whose trace was never finalized is reported too, with its
+// oom-postmortem: for a process whose device allocations failed, what was asked for, what was
+// live on the device then and its peak, the largest live allocations and what they were for,
+// what was freed just before (the caching allocator flushing its cache and retrying), and which
+// failures the job recovered from. A process whose trace was never finalized is reported too, with its
 // last calls: it may have been killed (the kernel's OOM killer, SIGKILL).
 #include "analysis/common.h"
 #include "analysis/rules.h"
@@ -9,9 +9,63 @@
 namespace cuprobe::analysis {
 namespace {
 
+// One finding per process that had allocation failures: the decisive failure in detail (the
+// one after which the process did no more work, else the largest request) and what became of
+// the others. PyTorch retries a failed request once after freeing its cache, and cuDNN plan
+// selection moves on to the next plan when a workspace cannot be had; both are recoveries.
 void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit) {
   for (const ProcessFacts& p : all.processes) {
-    for (const OomEvent& o : p.ooms) {
+    if (!p.ooms.empty()) {
+      // A request is a failure and, when PyTorch retried it after freeing its cache, the retry;
+      // the retry's moment (after the flush) is what the application's error describes.
+      struct Request {
+        const OomEvent* first;
+        const OomEvent* last;
+      };
+      std::vector<Request> reqs;
+      for (const OomEvent& x : p.ooms) {
+        if (x.is_retry && !reqs.empty()) reqs.back().last = &x;
+        else reqs.push_back({&x, &x});
+      }
+      auto recovered = [](const Request& r) { return r.first->retried_ok || r.last->retried_ok || r.last->continued; };
+      const Request* decisive = nullptr;
+      for (const Request& r : reqs) {
+        if (!recovered(r)) decisive = &r;  // the last one the process did not get past
+      }
+      bool fatal = decisive != nullptr;
+      if (!fatal) {
+        for (const Request& r : reqs) {
+          if (!decisive || r.first->requested > decisive->first->requested) decisive = &r;
+        }
+      }
+      const OomEvent& o = *decisive->last;
+      int requests = int(reqs.size()), retried_ok = 0, in_selection = 0, recovered_other = 0;
+      for (const Request& r : reqs) {
+        if (&r == decisive || !recovered(r)) continue;
+        if (r.first->retried_ok || r.last->retried_ok) ++retried_ok;
+        else if (!r.first->search_problem.empty()) ++in_selection;
+        else ++recovered_other;
+      }
+      std::vector<std::string> parts;
+      if (in_selection) {
+        parts.push_back(fmt::format("{} cuDNN workspace request{} during plan selection, recovered (it moved on to "
+                                    "plans needing less)",
+                                    in_selection, in_selection == 1 ? "" : "s"));
+      }
+      if (retried_ok) {
+        parts.push_back(fmt::format("{} recovered when retried after the caching allocator freed its cache",
+                                    retried_ok));
+      }
+      if (recovered_other) {
+        parts.push_back(fmt::format("{} recovered by the application (it carried on)", recovered_other));
+      }
+      int unrecovered = requests - 1 - in_selection - retried_ok - recovered_other;
+      if (unrecovered) parts.push_back(fmt::format("{} more that the process did not get past", unrecovered));
+      std::string others = "no other allocation failed";
+      if (!parts.empty()) {
+        others = fmt::format("{} other failed request{}: ", requests - 1, requests == 2 ? "" : "s");
+        for (size_t i = 0; i < parts.size(); ++i) others += (i ? "; " : "") + parts[i];
+      }
       auto mem = p.memory.find(o.device);
       uint64_t total = mem != p.memory.end() ? mem->second.total_mem : 0;
       nlohmann::json largest = nlohmann::json::array();
@@ -20,8 +74,22 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
         largest.push_back({{"size", a.size}, {"api", a.api}, {"purpose", a.purpose}, {"tid", a.tid}});
         largest_text += fmt::format("{}{} ({})", largest_text.empty() ? "" : ", ", human_bytes(a.size), a.purpose);
       }
-      bool recovered = o.retried_ok || (o.calls_after > 0 && p.trace && p.trace->state() == trace::FileState::kExited);
+      nlohmann::json failures = nlohmann::json::array();
+      for (const OomEvent& x : p.ooms) {
+        failures.push_back({{"ts_ns", x.ts_ns},
+                            {"tid", x.tid},
+                            {"api", x.api},
+                            {"requested", x.requested},
+                            {"live", x.live},
+                            {"retry", x.is_retry},
+                            {"retried_ok", x.retried_ok},
+                            {"continued", x.continued},
+                            {"during_plan_selection", x.search_problem}});
+      }
       nlohmann::json ev = {{"process", process_label(p)},
+                           {"headline", fatal ? "out of memory, and the process did no more work after it"
+                                              : "out of memory, recovered each time"},
+                           {"fatal", fatal},
                            {"api", o.api},
                            {"requested", o.requested},
                            {"device", device_name(p, o.device)},
@@ -32,12 +100,14 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
                            {"largest_text", largest_text.empty() ? "none recorded" : largest_text},
                            {"freed_before", o.freed_before},
                            {"frees_before", o.frees_before},
-                           {"retried_ok", o.retried_ok},
                            {"calls_after", o.calls_after},
-                           {"recovered", recovered ? "yes" : "no"},
-                           {"during_plan_selection", o.search_problem}};
+                           {"failed_requests", requests},
+                           {"failed_calls", p.ooms.size()},
+                           {"others", others},
+                           {"during_plan_selection", o.search_problem},
+                           {"failures", failures}};
       Finding f = make_finding(spec, ev, 0);
-      if (recovered) f.severity = Severity::kWarning;
+      if (!fatal) f.severity = Severity::kWarning;
       f.pids.push_back(p.pid);
       if (!o.search_problem.empty()) f.problems.push_back(o.search_problem);
       emit(std::move(f));

@@ -21,6 +21,7 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
   double min_share = spec.param("min_search_share");
   double error_share = spec.param("error_share");
   for (const ProcessFacts& p : all.processes) {
+    uint64_t warm = p.warmup_end_ns;  // the second pass over the job's first layer, when seen
     std::vector<const reader::SearchRecord*> late;
     uint64_t search_ns = 0, late_ns = 0;
     int total = 0;
@@ -29,13 +30,13 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
       ++total;
       uint64_t wall = s.end_ns > s.start_ns ? s.end_ns - s.start_ns : 0;
       search_ns += wall;
-      if (s.start_ns >= p.warmup_end_ns) {
+      if (s.start_ns >= warm) {
         late.push_back(&s);
         late_ns += wall;
       }
     }
     double span = span_s(p);
-    double late_span = p.last_ns > p.warmup_end_ns ? seconds(p.last_ns - p.warmup_end_ns) : 0;
+    double late_span = p.last_ns > warm ? seconds(p.last_ns - warm) : 0;
     double late_share = late_span > 0 ? seconds(late_ns) / late_span : 0;
     if (double(late.size()) < min_late || late_share < min_share) continue;
 
@@ -79,6 +80,8 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
                          {"search_share", span > 0 ? seconds(search_ns) / span : 0},
                          {"late_share", late_share},
                          {"run_s", span},
+                         {"warmup_end_s", seconds(warm - std::min(warm, p.first_ns))},
+                         {"warmup_by", p.second_pass_ns ? "second pass over the first problem" : "share of the run"},
                          {"searches_per_tenth_of_run", timeline}};
     Finding f = make_finding(spec, ev, seconds(late_ns));
     if (late_share >= error_share) f.severity = Severity::kError;
