@@ -267,8 +267,11 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
       DeviceMemory& m = f.memory[e.device];
       m.device = e.device;
       uint64_t size = field(e, v.size);
+      // Churn is memory taken and given back in the steady state; failed calls and the caching
+      // allocator's flush after an out-of-memory failure are the out-of-memory story instead.
+      bool flushing = last_oom_of_thread.count(e.tid) != 0;
       for (Churn* c : churn) {
-        if (c) {
+        if (c && e.ret == 0 && !flushing) {
           ++c->allocs;
           c->ns += e.dur_ns;
           c->bytes += size;
@@ -328,8 +331,9 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
         f.ooms.push_back(std::move(o));
       }
     } else if ((v.flags & trace::kApiDeviceFree) && e.ret == 0) {
+      bool flushing = last_oom_of_thread.count(e.tid) != 0;
       for (Churn* c : churn) {
-        if (c) {
+        if (c && !flushing) {
           ++c->frees;
           c->ns += e.dur_ns;
         }

@@ -101,7 +101,10 @@ void SearchTracker::on_event(const Event& e) {
       if (kind != kGraphKind && kind != kPlanKind) return;
       uint64_t hash = u(e, f.problem_hash);
       if (kind == kGraphKind && e.ret != 0) return;
-      if (ep.open && hash != 0 && ep.rec.problem_hash != hash) close(ep);
+      // Another problem, or the same one selected again after its plan was chosen (PyTorch
+      // re-selects when a cached plan's workspace cannot be had): a new episode.
+      bool chosen = ep.timed ? ep.rec.winner >= 0 : ep.first_ok >= 0;
+      if (ep.open && hash != 0 && (ep.rec.problem_hash != hash || (kind == kGraphKind && chosen))) close(ep);
       if (!ep.open) {
         ep.open = true;
         ++open_episodes_;

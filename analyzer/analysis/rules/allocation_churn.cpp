@@ -10,11 +10,13 @@ namespace {
 void allocation_churn(const RuleSpec& spec, const AllFacts& all, const Emit& emit) {
   double min_calls = spec.param("min_calls");
   double min_share = spec.param("min_time_share");
+  double min_frees = spec.param("min_frees");
   for (const ProcessFacts& p : all.processes) {
     uint64_t calls = p.steady_allocs + p.steady_frees;
     double steady_s = p.last_ns > p.warmup_end_ns ? seconds(p.last_ns - p.warmup_end_ns) : 0;
     double share = steady_s > 0 ? seconds(p.steady_alloc_ns) / steady_s : 0;
-    if (double(calls) < min_calls || share < min_share) continue;
+    // Allocations alone are the cache growing; churn gives memory back and takes it again.
+    if (double(calls) < min_calls || share < min_share || double(p.steady_frees) < min_frees) continue;
     nlohmann::json ev = {{"process", process_label(p)},
                          {"calls", calls},
                          {"allocations", p.steady_allocs},
