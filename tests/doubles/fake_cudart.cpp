@@ -152,8 +152,13 @@ cudaError_t release(void* ptr) {
   return cudaSuccess;
 }
 
-std::unordered_map<cudaEvent_t, std::chrono::steady_clock::time_point>& event_times() {
-  static auto* m = new std::unordered_map<cudaEvent_t, std::chrono::steady_clock::time_point>();
+// Events are stamped with a simulated device clock that only the double's "kernels" advance
+// (fakecuda_device_work, called by the cuDNN double for each execution), so the times a
+// benchmark search measures are exact and do not depend on how busy the test machine is.
+std::atomic<uint64_t> g_device_ns{0};
+
+std::unordered_map<cudaEvent_t, uint64_t>& event_times() {
+  static auto* m = new std::unordered_map<cudaEvent_t, uint64_t>();
   return *m;
 }
 
@@ -275,7 +280,7 @@ template <>
 struct Behave<ApiId::cudaEventRecord> {
   static cudaError_t run(cudaEvent_t e, cudaStream_t) {
     std::lock_guard<std::mutex> lock(state().mu);
-    event_times()[e] = std::chrono::steady_clock::now();
+    event_times()[e] = g_device_ns.load();
     return cudaSuccess;
   }
 };
@@ -289,7 +294,7 @@ struct Behave<ApiId::cudaEventElapsedTime> {
     std::lock_guard<std::mutex> lock(state().mu);
     auto& times = event_times();
     if (!times.count(a) || !times.count(b)) return cudaErrorInvalidResourceHandle;
-    *ms = std::chrono::duration<float, std::milli>(times[b] - times[a]).count();
+    *ms = float(double(int64_t(times[b] - times[a])) / 1e6);
     return cudaSuccess;
   }
 };
@@ -381,6 +386,10 @@ CUPROBE_CUDART_HOOKS(FAKECUDA_DEFINE)
 
 // For tests: how many times the program's calls of `api` reached this library (only counted
 // for APIs that FAKECUDA_FAIL or FAKECUDA_DELAY_US name).
+extern "C" __attribute__((visibility("default"))) void fakecuda_device_work(unsigned long long ns) {
+  fake::g_device_ns += ns;
+}
+
 extern "C" __attribute__((visibility("default"))) unsigned long long fakecuda_calls(const char* api) {
   int id = fake::api_by_name(api);
   return id < 0 ? 0 : fake::state().calls[id].load();

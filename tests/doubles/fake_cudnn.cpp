@@ -18,6 +18,7 @@
 //   FAKECUDNN_HEUR_COUNT=N             configurations heuristics return (default 8)
 //   FAKECUDNN_FAIL=API:CODE[:NTH[:TIMES]],...  as FAKECUDA_FAIL in fake_cudart.cpp
 #include <cudnn.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
@@ -615,7 +616,13 @@ struct Behave<ApiId::cudnnBackendExecute> {
     void* ws = nullptr;
     get(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, &ws);
     if (plan->workspace > 0 && ws == nullptr) return CUDNN_STATUS_BAD_PARAM;
-    std::this_thread::sleep_for(std::chrono::microseconds(engine_us(plan->engine_index)));
+    int us = engine_us(plan->engine_index);
+    std::this_thread::sleep_for(std::chrono::microseconds(us));
+    // The CUDA runtime double's device clock, which its events read (found at run time: like
+    // the real libcudnn, this library does not link the runtime).
+    using DeviceWork = void (*)(unsigned long long);
+    static auto device_work = reinterpret_cast<DeviceWork>(dlsym(RTLD_DEFAULT, "fakecuda_device_work"));
+    if (device_work) device_work(static_cast<unsigned long long>(us) * 1000);
     return CUDNN_STATUS_SUCCESS;
   }
 };
