@@ -86,7 +86,9 @@ int cmd_analyze(const Args& args) {
     return kExitUsage;
   }
   if (json) {
-    nlohmann::json out = {{"summary", report->summary}, {"findings", analysis::findings_json(report->findings)},
+    nlohmann::json out = {{"format", "cuprobe-analyze/1"},
+                          {"summary", report->summary},
+                          {"findings", analysis::findings_json(report->findings)},
                           {"warnings", report->warnings}};
     fmt::print("{}\n", out.dump(2));
   } else {

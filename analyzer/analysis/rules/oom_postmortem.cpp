@@ -95,6 +95,7 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
                            {"device", device_name(p, o.device)},
                            {"device_memory", total},
                            {"live", o.live},
+                           {"needed", o.live + o.requested},
                            {"peak", o.peak},
                            {"largest_live", largest},
                            {"largest_text", largest_text.empty() ? "none recorded" : largest_text},
