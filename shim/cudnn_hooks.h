@@ -1,6 +1,6 @@
 // The one list of cuDNN functions cuprobe intercepts: every status-returning function that
-// PyTorch 2.11's libtorch_cuda.so imports (../shared/torch_cudnn_imports.txt), plus the legacy
-// 4-d setters and the non-Ex Find* searches other programs use. Same entry format as
+// PyTorch 2.11's libtorch_cuda.so imports (`nm -D --undefined-only libtorch_cuda.so`), plus the
+// legacy 4-d setters and the non-Ex Find* searches other programs use. Same entry format as
 // cudart_hooks.h; the parameter lists are cuDNN 9.19's (cudnn_graph.h, cudnn_ops.h,
 // cudnn_cnn.h, cudnn_adv.h) and every wrapper is checked against them at compile time.
 //

@@ -2,7 +2,7 @@
 // guard is held or tracing is off, otherwise time the real call and write one CallRecord whose
 // argument fields the API's Capture<> specialization fills in.
 //
-// Manners (STYLE.md): the real call always happens; nothing here allocates, locks or logs
+// Manners: the real call always happens; nothing here allocates, locks or logs
 // once the thread has a chunk; a missing real function returns the library's own error code,
 // is counted, and never crashes.
 #pragma once

@@ -173,6 +173,7 @@ std::string search_json(const reader::SearchRecord& r) {
   j.inum("winner", r.winner);
   if (r.winner >= 0) j.raw("chosen", candidate_json(r.candidates[size_t(r.winner)]));
   j.num("search_workspace", r.search_workspace);
+  j.num("align", r.align);
   j.inum("plans_rejected", r.plans_rejected);
   return std::string(j.finish());
 }

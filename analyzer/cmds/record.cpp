@@ -125,7 +125,7 @@ void report(const std::string& dir) {
     fmt::print(stderr, "cuprobe: note: {} process{} ended without a clean exit (killed, _exit, or still running); "
                        "their traces are complete up to their last event\n", unfinished, unfinished == 1 ? "" : "es");
   }
-  fmt::print(stderr, "cuprobe: next: cuprobe dump {}\n", dir);
+  fmt::print(stderr, "cuprobe: next: cuprobe analyze {}   (or cuprobe dump {} for every call)\n", dir, dir);
 }
 
 }  // namespace

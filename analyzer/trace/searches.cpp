@@ -61,7 +61,8 @@ SearchTracker::SearchTracker(const Trace& trace, Sink sink) : trace_(trace), sin
     f = Fields{a.field_index("desc"),   a.field_index("kind"),  a.field_index("problem"),  a.field_index("problem_hash"),
                a.field_index("engine"), a.field_index("knobs"), a.field_index("workspace"), a.field_index("notes"),
                a.field_index("plan"),   a.field_index("ms"),    a.field_index("size"),     a.field_index("results"),
-               a.field_index("algo"),   a.field_index("math"),  a.field_index("returned"), a.field_index("ws_ptr")};
+               a.field_index("algo"),   a.field_index("math"),  a.field_index("returned"), a.field_index("ws_ptr"),
+               a.field_index("align")};
     if (a.name == "cudnnBackendFinalize") role_[id] = kFinalize;
     else if (a.name == "cudnnBackendExecute") role_[id] = kExecute;
     else if (a.name == "cudaEventElapsedTime") role_[id] = kElapsed;
@@ -117,6 +118,7 @@ void SearchTracker::on_event(const Event& e) {
         ep.rec.problem = trace_.string(uint32_t(u(e, f.problem)));
         ep.rec.problem_hash = hash;
         ep.rec.start_ns = e.ts_ns;
+        ep.rec.align = uint32_t(u(e, f.align));
       }
       ep.rec.end_ns = e.ts_ns + e.dur_ns;
       if (kind == kPlanKind) {
@@ -187,6 +189,7 @@ void SearchTracker::on_event(const Event& e) {
       r.problem = trace_.string(uint32_t(u(e, f.problem)));
       r.problem_hash = hash;
       r.start_ns = e.ts_ns;
+      r.align = uint32_t(u(e, f.align));
       r.end_ns = e.ts_ns + e.dur_ns;
       r.candidates = parse_legacy_results(trace_.string(uint32_t(u(e, f.results))));
       for (const auto& c : r.candidates) r.plans_rejected += c.build_status != 0 ? 1 : 0;

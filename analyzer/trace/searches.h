@@ -57,6 +57,7 @@ struct SearchRecord {
   std::vector<SearchCandidate> candidates;
   int winner = -1;  // index into candidates, -1 when the trace ends before a winner ran
   uint64_t search_workspace = 0;  // largest allocation made during the search
+  uint32_t align = 0;             // smallest alignment of the problem's data (bytes), 0 unknown
   int plans_rejected = 0;         // candidates whose build failed (routine NOT_SUPPORTED)
   bool complete = false;
 };
@@ -101,7 +102,7 @@ class SearchTracker {
   // Field indices per API id, resolved once.
   struct Fields {
     int desc, kind, problem, problem_hash, engine, knobs, workspace, notes, plan, ms, size, results, algo, math,
-        returned, ws;
+        returned, ws, align;
   };
   std::vector<Fields> fields_;
   std::vector<uint8_t> role_;  // what each API id is to the tracker

@@ -1,5 +1,6 @@
 """cuDNN capture check on a real GPU: Conv2d(64,64,3,pad 1) forward and backward over several
-input sizes (each size is a new problem for fwd, dgrad and wgrad), as in ../shared/FACTS.md.
+input sizes (each size is a new problem for fwd, dgrad and wgrad), through PyTorch's cuDNN
+convolution path (the backend API, or the legacy API with TORCH_CUDNN_V8_API_DISABLED=1).
 
 Usage: python3 cudnn_conv.py [--benchmark] [--shapes N] [--steps K]
 Prints the number of distinct problems it ran and a checksum."""

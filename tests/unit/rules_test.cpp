@@ -148,3 +148,21 @@ TEST(LayerKey, IgnoresBatchAndSpatialSizesButNotTheLayersShape) {
 
 }  // namespace
 }  // namespace cuprobe::analysis
+
+namespace cuprobe::analysis {
+namespace {
+
+TEST(Rules, RepeatedSearchesAtOtherAlignmentsNameTheCause) {
+  auto findings = run({kRules + "/fixtures/research-repeat/fire/alignment.jsonl"}, "research-repeat");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].evidence["alignment_differs"], 1);
+  EXPECT_NE(findings[0].message.find("pointer alignments"), std::string::npos) << findings[0].message;
+  // Evictions at one alignment are told apart from it.
+  auto evicted = run({kRules + "/fixtures/research-repeat/fire/evicted.jsonl"}, "research-repeat");
+  ASSERT_EQ(evicted.size(), 1u);
+  EXPECT_EQ(evicted[0].evidence["alignment_differs"], 0);
+  EXPECT_NE(evicted[0].message.find("lost the entry"), std::string::npos) << evicted[0].message;
+}
+
+}  // namespace
+}  // namespace cuprobe::analysis

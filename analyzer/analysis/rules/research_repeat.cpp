@@ -18,13 +18,13 @@ void research_repeat(const RuleSpec& spec, const AllFacts& all, const Emit& emit
     for (const auto& s : p.searches) {
       if (s.mode == "benchmark") by_problem[s.problem_hash].push_back(&s);
     }
-    int repeated_signatures = 0, repeats = 0, same_thread = 0, other_thread = 0;
+    int repeated_signatures = 0, repeats = 0, same_thread = 0, other_thread = 0, alignment_differs = 0;
     uint64_t repeat_ns = 0;
     std::vector<std::pair<uint64_t, std::string>> worst;
     for (const auto& [hash, list] : by_problem) {
       if (list.size() < 2) continue;
       ++repeated_signatures;
-      std::set<uint32_t> tids;
+      std::set<uint32_t> tids, aligns;
       uint64_t ns = 0;
       for (size_t k = 0; k < list.size(); ++k) {
         if (k > 0) {
@@ -33,15 +33,23 @@ void research_repeat(const RuleSpec& spec, const AllFacts& all, const Emit& emit
           (tids.count(list[k]->tid) ? same_thread : other_thread)++;
         }
         tids.insert(list[k]->tid);
+        if (list[k]->align) aligns.insert(list[k]->align);
       }
+      if (aligns.size() > 1) ++alignment_differs;
       repeat_ns += ns;
       worst.emplace_back(ns, fmt::format("{}x {}", list.size(), list[0]->problem));
     }
     if (repeats < min_repeats) continue;
     std::sort(worst.rbegin(), worst.rend());
-    std::string cause = same_thread >= other_thread
-                            ? "searched again on the same thread: the plan cache lost the entry (eviction or a cache "
-                              "key that differs in pointer alignment)"
+    // PyTorch's plan cache key includes the data pointers' alignment, which the signature
+    // leaves out: the same shape at another alignment is another search.
+    std::string cause = alignment_differs > 0
+                            ? fmt::format("the same shape with data at different pointer alignments ({} of the "
+                                          "signatures): each alignment is its own cache entry",
+                                          alignment_differs)
+                        : same_thread >= other_thread
+                            ? "searched again on the same thread: the plan cache lost the entry (eviction, a "
+                              "cache limit too small)"
                             : "searched again on other threads: each thread keeps its own plan cache";
     nlohmann::json ev = {{"process", process_label(p)},
                          {"repeated_signatures", repeated_signatures},
@@ -49,6 +57,7 @@ void research_repeat(const RuleSpec& spec, const AllFacts& all, const Emit& emit
                          {"same_thread", same_thread},
                          {"other_threads", other_thread},
                          {"repeat_time_s", seconds(repeat_ns)},
+                         {"alignment_differs", alignment_differs},
                          {"cause", cause}};
     Finding f = make_finding(spec, ev, seconds(repeat_ns));
     f.pids.push_back(p.pid);

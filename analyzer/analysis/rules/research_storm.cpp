@@ -42,8 +42,9 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
 
     std::set<uint64_t> shapes;
     std::set<std::string> ops;
-    std::set<int64_t> batch, channels, spatial;
+    std::set<int64_t> batch, channels, spatial, align;
     for (const auto* s : late) {
+      if (s->align) align.insert(s->align);
       shapes.insert(s->problem_hash);
       ProblemShape shape = parse_problem(s->problem);
       ops.insert(shape.op);
@@ -57,6 +58,7 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
     if (batch.size() > 1) varying.push_back("batch varies " + range_of(batch));
     if (spatial.size() > 1) varying.push_back("spatial size varies " + range_of(spatial));
     if (channels.size() > 1) varying.push_back("channels vary " + range_of(channels));
+    if (align.size() > 1) varying.push_back("pointer alignment varies " + range_of(align) + " bytes");
     if (varying.empty()) varying.push_back("the same shapes, searched again");
     // Searches per tenth of the run, to show they do not die down.
     std::vector<int> timeline(10, 0);
