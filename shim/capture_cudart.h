@@ -14,6 +14,7 @@ namespace cuprobe::shim {
 template <>
 struct LibraryTraits<trace::Library::kCudart> {
   static constexpr cudaError_t kMissing = cudaErrorSharedObjectSymbolNotFound;
+  static constexpr cudaError_t kProbe = cudaErrorMemoryAllocation;  // FaultProbe's "as if it failed"
   static bool ok(cudaError_t r) { return r == cudaSuccess; }
   static int device(ThreadState& t) { return current_device(t); }
   static void on_event() {}

@@ -16,6 +16,7 @@ namespace cuprobe::shim {
 template <>
 struct LibraryTraits<trace::Library::kCudnn> {
   static constexpr cudnnStatus_t kMissing = CUDNN_STATUS_NOT_INITIALIZED;
+  static constexpr cudnnStatus_t kProbe = CUDNN_STATUS_NOT_SUPPORTED;  // FaultProbe's "as if it failed"
   static bool ok(cudnnStatus_t r) { return r == CUDNN_STATUS_SUCCESS; }
   static int device(ThreadState& t) { return current_device(t); }
   // The first cuDNN event written also records cuDNN's version.
@@ -161,6 +162,37 @@ struct Capture<ApiId::cudnnBackendFinalize> {
     w.u(notes);
     w.u(behavior);
     w.u(uint64_t(align));
+  }
+};
+
+// A finalize's capture mirrors descriptor state, so fault rules learn about it here: the
+// problem and engine of a plan (through its engine configuration), a configuration or an engine.
+template <>
+struct FaultProbe<ApiId::cudnnBackendFinalize> {
+  static constexpr bool kFromCapture = false;
+  static void describe(ThreadState&, FaultCtx& c, cudnnBackendDescriptor_t d) {
+    DescEntry* e = desc_find(d);
+    if (e == nullptr) return;
+    const ProblemLink* link = nullptr;
+    if (e->kind == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) {
+      if (EngineCfgState* cfg = plan_cfg(e->u.plan)) {
+        link = &cfg->problem;
+        c.engine = cfg->engine_index;
+      }
+      int device = -1;
+      const void* stream = nullptr;
+      if (handle_lookup(e->u.plan.handle, &device, &stream)) c.device = device;
+    } else if (e->kind == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR) {
+      link = &e->u.cfg.problem;
+      c.engine = e->u.cfg.engine_index;
+    } else if (e->kind == CUDNN_BACKEND_ENGINE_DESCRIPTOR) {
+      link = &e->u.engine.problem;
+      c.engine = e->u.engine.global_index;
+    }
+    if (link != nullptr) {
+      c.problem_sid = link->sid;
+      c.problem_hash = link->hash;
+    }
   }
 };
 

@@ -62,12 +62,12 @@
   X(cudaError_t, cudaGetDevice, cudaGetDevice, (int* device), (device), Counted)                  \
   X(cudaError_t, cudaGetDeviceCount, cudaGetDeviceCount, (int* count), (count), 0)                \
   /* synchronization */                                                                           \
-  X(cudaError_t, cudaDeviceSynchronize, cudaDeviceSynchronize, (void), (), Sync)                  \
+  X(cudaError_t, cudaDeviceSynchronize, cudaDeviceSynchronize, (void), (), Sync | Faultable)                  \
   X(cudaError_t, cudaStreamSynchronize, cudaStreamSynchronize, (cudaStream_t stream), (stream),   \
-    Sync)                                                                                         \
+    Sync | Faultable)                                                                                         \
   X(cudaError_t, cudaStreamSynchronize_ptsz, cudaStreamSynchronize, (cudaStream_t stream),        \
-    (stream), Sync)                                                                               \
-  X(cudaError_t, cudaEventSynchronize, cudaEventSynchronize, (cudaEvent_t event), (event), Sync)  \
+    (stream), Sync | Faultable)                                                                               \
+  X(cudaError_t, cudaEventSynchronize, cudaEventSynchronize, (cudaEvent_t event), (event), Sync | Faultable)  \
   X(cudaError_t, cudaStreamWaitEvent, cudaStreamWaitEvent,                                        \
     (cudaStream_t stream, cudaEvent_t event, unsigned int flags), (stream, event, flags), Event)  \
   X(cudaError_t, cudaStreamWaitEvent_ptsz, cudaStreamWaitEvent,                                   \
@@ -125,26 +125,26 @@
   /* copies and sets */                                                                           \
   X(cudaError_t, cudaMemcpy, cudaMemcpy,                                                          \
     (void* dst, const void* src, size_t count, enum cudaMemcpyKind kind),                         \
-    (dst, src, count, kind), Memcpy | InitsDevice)                                                \
+    (dst, src, count, kind), Memcpy | InitsDevice | Faultable)                                                \
   X(cudaError_t, cudaMemcpy_ptds, cudaMemcpy,                                                     \
     (void* dst, const void* src, size_t count, enum cudaMemcpyKind kind),                         \
-    (dst, src, count, kind), Memcpy | InitsDevice)                                                \
+    (dst, src, count, kind), Memcpy | InitsDevice | Faultable)                                                \
   X(cudaError_t, cudaMemcpyAsync, cudaMemcpyAsync,                                                \
     (void* dst, const void* src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream),    \
-    (dst, src, count, kind, stream), Memcpy | InitsDevice)                                        \
+    (dst, src, count, kind, stream), Memcpy | InitsDevice | Faultable)                                        \
   X(cudaError_t, cudaMemcpyAsync_ptsz, cudaMemcpyAsync,                                           \
     (void* dst, const void* src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream),    \
-    (dst, src, count, kind, stream), Memcpy | InitsDevice)                                        \
+    (dst, src, count, kind, stream), Memcpy | InitsDevice | Faultable)                                        \
   X(cudaError_t, cudaMemset, cudaMemset, (void* devPtr, int value, size_t count),                 \
-    (devPtr, value, count), Memcpy | InitsDevice)                                                 \
+    (devPtr, value, count), Memcpy | InitsDevice | Faultable)                                                 \
   X(cudaError_t, cudaMemset_ptds, cudaMemset, (void* devPtr, int value, size_t count),            \
-    (devPtr, value, count), Memcpy | InitsDevice)                                                 \
+    (devPtr, value, count), Memcpy | InitsDevice | Faultable)                                                 \
   X(cudaError_t, cudaMemsetAsync, cudaMemsetAsync,                                                \
     (void* devPtr, int value, size_t count, cudaStream_t stream), (devPtr, value, count, stream),  \
-    Memcpy | InitsDevice)                                                                         \
+    Memcpy | InitsDevice | Faultable)                                                                         \
   X(cudaError_t, cudaMemsetAsync_ptsz, cudaMemsetAsync,                                           \
     (void* devPtr, int value, size_t count, cudaStream_t stream), (devPtr, value, count, stream),  \
-    Memcpy | InitsDevice)                                                                         \
+    Memcpy | InitsDevice | Faultable)                                                                         \
   /* kernel launches: counted per thread and device unless CUPROBE_LAUNCH_EVENTS=1 */             \
   X(cudaError_t, cudaLaunchKernel, cudaLaunchKernel,                                              \
     (const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,                \

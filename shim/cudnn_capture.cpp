@@ -268,16 +268,8 @@ void finalize_graph(DescEntry& e) {
 
 void finalize_plan(DescEntry& e, const void* desc, cudnnStatus_t status) {
   PlanState& plan = e.u.plan;
-  DescEntry* cfg = desc_find(plan.cfg);
-  if (cfg && cfg->kind == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR) {
-    EngineCfgState& c = cfg->u.cfg;
-    DescEntry* engine = desc_find(c.engine);
-    if (engine && engine->kind == CUDNN_BACKEND_ENGINE_DESCRIPTOR) {
-      if (c.engine_index < 0) c.engine_index = engine->u.engine.global_index;
-      if (c.problem.empty()) c.problem = engine->u.engine.problem;
-    }
-    if (c.problem.empty()) c.problem = t_last_problem;
-    if (!c.queried) query_cfg(c, plan.cfg);
+  if (EngineCfgState* cfg = plan_cfg(plan)) {
+    EngineCfgState& c = *cfg;
     plan.engine = c.engine_index;
     plan.notes = c.notes;
     plan.behavior = c.behavior;
@@ -382,6 +374,20 @@ const char* rnn_cell_name(int cell) {
 }
 
 }  // namespace
+
+EngineCfgState* plan_cfg(PlanState& plan) {
+  DescEntry* cfg = desc_find(plan.cfg);
+  if (cfg == nullptr || cfg->kind != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR) return nullptr;
+  EngineCfgState& c = cfg->u.cfg;
+  DescEntry* engine = desc_find(c.engine);
+  if (engine && engine->kind == CUDNN_BACKEND_ENGINE_DESCRIPTOR) {
+    if (c.engine_index < 0) c.engine_index = engine->u.engine.global_index;
+    if (c.problem.empty()) c.problem = engine->u.engine.problem;
+  }
+  if (c.problem.empty()) c.problem = t_last_problem;
+  if (!c.queried) query_cfg(c, plan.cfg);
+  return &c;
+}
 
 void mirror_set_attribute(DescEntry& e, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
                           int64_t count, const void* el) {

@@ -35,6 +35,10 @@ void set_legacy_conv(const void* d, int n, const int* pad, const int* stride, co
 void set_legacy_pooling(const void* d, int mode, int n, const int* window, const int* pad, const int* stride);
 
 ProblemRef graph_problem_of(const DescEntry* graph);
+
+// The engine configuration a plan is built from, with its engine index and problem resolved
+// (asking cuDNN when heuristics filled it); nullptr when the plan has none the mirror knows.
+EngineCfgState* plan_cfg(PlanState& plan);
 const DescEntry* graph_of_heur(const DescEntry* heur);
 
 // Legacy problems, cached per thread by the raw descriptor states so that a repeated problem

@@ -12,6 +12,7 @@
 
 #include "api.h"
 #include "clock.h"
+#include "faults.h"
 #include "process_info.h"
 #include "recorder.h"
 #include "resolve.h"
@@ -68,6 +69,34 @@ struct Capture {
   static void after(CallWriter&, Ret, A...) {}
 };
 
+// What a fault rule may ask about a faultable call (fault mode, faults.h). By default the
+// API's own capture answers: it is run on the arguments before the real call, as if the call
+// had failed (kProbe), and the fields named size, problem, problem_hash, engine or algo are read
+// from what it wrote. A capture with side effects beyond writing fields (a finalize mirrors
+// descriptor state) must have a FaultProbe of its own.
+template <ApiId kSig>
+struct FaultProbe {
+  static constexpr bool kFromCapture = true;
+  template <typename... A>
+  static void describe(ThreadState&, FaultCtx&, A...) {}
+};
+
+// Index of a field in a kFields string, -1 when absent.
+constexpr int field_pos(const char* fields, const char* name) {
+  int index = 0;
+  const char* p = fields;
+  while (p != nullptr && *p != 0) {
+    const char* n = name;
+    const char* q = p;
+    while (*n != 0 && *q == *n) ++q, ++n;
+    if (*n == 0 && *q == ':') return index;
+    while (*p != 0 && *p != ',') ++p;
+    if (*p == ',') ++p;
+    ++index;
+  }
+  return -1;
+}
+
 // Per-library behaviour: the value returned when the real function is missing, what counts as
 // success, how the event's device is found, and what the library's first event also records.
 template <trace::Library L>
@@ -88,9 +117,15 @@ struct Interceptor<kApi, Ret (*)(A...)> {
   using Cap = Capture<kSig>;
   static constexpr int kArgs = field_count(Cap::kFields);
   static_assert(kArgs <= trace::kMaxCallArgs);
-  static constexpr uint32_t kMaxSize = uint32_t(sizeof(trace::CallRecord) + 8 * (kArgs + 2));
+  static constexpr uint32_t kMaxSize = uint32_t(sizeof(trace::CallRecord) + 8 * (kArgs + 3));
   static constexpr bool kCounted = (kInfo.flags & trace::kApiCounted) != 0;
   static constexpr bool kQuiet = (kInfo.flags & trace::kApiQuiet) != 0;
+  static constexpr bool kFaultable = (kInfo.flags & trace::kApiFaultable) != 0;
+  static constexpr bool kDeviceAlloc = (kInfo.flags & trace::kApiDeviceAlloc) != 0;
+  static constexpr bool kDeviceFree = (kInfo.flags & trace::kApiDeviceFree) != 0;
+  static constexpr bool kCudart = kInfo.library == trace::Library::kCudart;
+  static constexpr int kPtrField = field_pos(Cap::kFields, "ptr");
+  static constexpr int kSizeField = field_pos(Cap::kFields, "size");
 
   static Ret call(A... a) {
     using Fn = Ret (*)(A...);
@@ -113,20 +148,77 @@ struct Interceptor<kApi, Ret (*)(A...)> {
       if (t.mode != kThreadUnset || thread_setup(t) != kThreadReady) return real(a...);
     }
     t.mode = kThreadBusy;
+    FaultHit hit;
+    if constexpr (kFaultable) {
+      if (__builtin_expect(g_faults_on, 0)) {
+        FaultCtx c;
+        c.cap_checked = kDeviceAlloc;
+        describe(t, c, a...);
+        if (fault_decide(t, kApi, kInfo.library, c, &hit)) {
+          // Replaces the call: nothing runs, nothing is allocated.
+          Ret ret = Ret(hit.code);
+          if constexpr (kCudart) t.injected_error = hit.code;
+          write(t, ret, now_ticks(), 0, &hit, a...);
+          t.mode = kThreadReady;
+          return ret;
+        }
+      }
+    }
     t.inflight_api = uint16_t(kApi);
     uint64_t start = now_ticks();
     t.inflight_start = start;
     Ret ret = real(a...);
     uint64_t end = now_ticks();
     t.inflight_api = trace::kNoApi;
-    write(t, ret, start, end - start, a...);
+    if constexpr (kCudart) {
+      if (__builtin_expect(t.injected_error != 0, 0)) ret = last_error(t, ret);
+    }
+    if constexpr (kSig == ApiId::cudaMemGetInfo) {
+      if (g_cap_on && Traits::ok(ret)) cap_adjust_meminfo(Traits::device(t), a...);
+    }
+    write(t, ret, start, end - start, &hit, a...);
     t.mode = kThreadReady;
     return ret;
   }
 
  private:
-  static void write(ThreadState& t, Ret ret, uint64_t start, uint64_t dur, A... a) {
-    uint64_t scratch[kArgs + 2];
+  // What a fault rule may ask about this call (FaultProbe, above).
+  static void describe(ThreadState& t, FaultCtx& c, A... a) {
+    if constexpr (FaultProbe<kSig>::kFromCapture) {
+      uint64_t fields[kArgs + 1];
+      CallWriter w(t, fields);
+      Cap::after(w, Traits::kProbe, a...);
+      constexpr int kProblem = field_pos(Cap::kFields, "problem");
+      constexpr int kHash = field_pos(Cap::kFields, "problem_hash");
+      constexpr int kEngine = field_pos(Cap::kFields, "engine") >= 0 ? field_pos(Cap::kFields, "engine")
+                                                                     : field_pos(Cap::kFields, "algo");
+      if constexpr (kSizeField >= 0) c.size = fields[kSizeField];
+      if constexpr (kProblem >= 0) c.problem_sid = uint32_t(fields[kProblem]);
+      if constexpr (kHash >= 0) c.problem_hash = fields[kHash];
+      if constexpr (kEngine >= 0) c.engine = int64_t(fields[kEngine]);
+      c.device = w.device_override() != CallWriter::kNoOverride ? w.device_override() : Traits::device(t);
+    } else {
+      c.device = Traits::device(t);
+      FaultProbe<kSig>::describe(t, c, a...);
+    }
+  }
+
+  // The runtime's last-error state after a call, with an injected error the real runtime does
+  // not know about: reported (and, by cudaGetLastError, cleared) as the most recent error; a
+  // genuine failure after it replaces it.
+  static Ret last_error(ThreadState& t, Ret ret) {
+    if constexpr (kSig == ApiId::cudaGetLastError || kSig == ApiId::cudaPeekAtLastError) {
+      Ret injected = Ret(t.injected_error);
+      if constexpr (kSig == ApiId::cudaGetLastError) t.injected_error = 0;
+      return injected;
+    } else {
+      if (!Traits::ok(ret)) t.injected_error = 0;
+      return ret;
+    }
+  }
+
+  static void write(ThreadState& t, Ret ret, uint64_t start, uint64_t dur, const FaultHit* fault, A... a) {
+    uint64_t scratch[kArgs + 3];
     char* p = reserve(t, kMaxSize);
     auto* rec = reinterpret_cast<trace::CallRecord*>(p);
     // Records are appended to memory no one has written yet: ask for the lines a few records
@@ -135,6 +227,14 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     uint64_t* tail = rec ? rec->tail : scratch;
     CallWriter w(t, tail);
     Cap::after(w, ret, a...);
+    if constexpr (kDeviceAlloc && kPtrField >= 0 && kSizeField >= 0) {
+      if (fault->cap_device >= 0) {
+        cap_settle(*fault, tail[kSizeField], Traits::ok(ret), reinterpret_cast<const void*>(uintptr_t(tail[kPtrField])));
+      }
+    }
+    if constexpr (kDeviceFree && kPtrField >= 0) {
+      if (g_cap_on && Traits::ok(ret)) cap_note_free(reinterpret_cast<const void*>(uintptr_t(tail[kPtrField])));
+    }
     if constexpr (kQuiet) {
       if (Traits::ok(ret) && !w.emit_requested()) {
         if (t.chunk != nullptr) {
@@ -159,6 +259,10 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     if (__builtin_expect(dur > 0xfffffffeull, 0)) {
       tail[n++] = dur;
       flags |= trace::kCallLongDuration;
+    }
+    if (__builtin_expect(fault->rule >= 0, 0)) {
+      tail[n++] = fault_word(*fault);
+      flags |= trace::kCallInjected;
     }
     uint32_t size = uint32_t(sizeof(trace::CallRecord)) + 8u * uint32_t(n);
     rec->h = trace::RecordHeader{uint8_t(trace::RecordType::kCall), flags, uint16_t(size), uint16_t(kApi),

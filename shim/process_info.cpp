@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "faults.h"
 #include "resolve.h"
 
 namespace cuprobe::shim {
@@ -44,8 +45,9 @@ size_t read_file(const char* path, char* buf, size_t cap) {
   return n;
 }
 
+const char* const kRank[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", nullptr};
+
 void write_process_info() {
-  static const char* const kRank[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", nullptr};
   static const char* const kLocalRank[] = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", nullptr};
   static const char* const kWorld[] = {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", nullptr};
   char host[256] = {};
@@ -124,7 +126,10 @@ void write_process_records() {
   write_process_info();
   write_api_table();
   write_property(trace::Property::kLaunchEvents, g_launch_events ? 1 : 0);
+  write_fault_records();
 }
+
+int process_rank() { return env_int(kRank); }
 
 void reset_process_info_after_fork() {
   g_described_devices = 0;

@@ -24,6 +24,8 @@ void note_cudnn_library();
 // cudaGetDevice at most once per thread until the application sets a device itself.
 int current_device(ThreadState& t);
 
+int process_rank();  // from RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK; -1 when none
+
 }  // namespace cuprobe::shim
 
 namespace cuprobe::shim {

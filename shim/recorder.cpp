@@ -3,6 +3,8 @@
 // See recorder.h for the contract; trace_format.h for the layout.
 #include "recorder.h"
 
+#include "faults.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -136,6 +138,7 @@ void do_configure() {
   g_launch_events = env_true("CUPROBE_LAUNCH_EVENTS");
   clock_init(getenv("CUPROBE_CLOCK"));
   fill_anchor(&g_process_start);
+  faults_configure();
   pthread_key_create(&g_thread_key, on_thread_exit);
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   uint32_t m = env_true("CUPROBE_DISABLE") ? kProcessOff : kProcessOn;
@@ -511,6 +514,7 @@ void atfork_child() {
   if (mode == kThreadOff) t_state.mode = kThreadOff;
   reset_process_info_after_fork();
   fill_anchor(&g_process_start);
+  faults_after_fork();
   pthread_mutex_init(&g_start_mutex, nullptr);
   pthread_mutex_init(&g_meta_mutex, nullptr);
   pthread_mutex_init(&g_grow_mutex, nullptr);
@@ -705,6 +709,7 @@ uint32_t intern_string(const char* s) {
     memcpy(r->text, s, len);
     w.commit(size);
   }
+  faults_on_new_string(id, s, len);
   if (g_intern[slot].hash == 0) g_intern[slot] = InternSlot{h, id};
   return id;
 }
@@ -723,5 +728,9 @@ void write_property(trace::Property key, int64_t value) {
 }
 
 const char* trace_path() { return g_trace.path; }
+
+trace::FileHeader* trace_header() { return __atomic_load_n(&g_trace.hdr, __ATOMIC_ACQUIRE); }
+
+uint64_t process_start_mono_ns() { return g_process_start.mono_ns; }
 
 }  // namespace cuprobe::shim

@@ -34,7 +34,9 @@ struct ThreadState {
   int32_t device;          // cached current CUDA device, -1 when unknown
   uint32_t device_probed;  // the real cudaGetDevice was asked once
   uint16_t inflight_api;   // trace::kNoApi when no real call is in flight
-  uint16_t pad[3];
+  uint16_t pad;
+  int32_t injected_error;  // a CUDA runtime error the fault plan returned that the runtime's
+                           // own last-error state does not know about; 0 when none
   uint64_t inflight_start;
 };
 
@@ -86,5 +88,9 @@ void write_property(trace::Property key, int64_t value);
 
 // Path of this process's trace file ("" before the first event).
 const char* trace_path();
+// The mapped header of this process's trace file, nullptr before it exists.
+trace::FileHeader* trace_header();
+// CLOCK_MONOTONIC when the shim was configured (or the process forked).
+uint64_t process_start_mono_ns();
 
 }  // namespace cuprobe::shim

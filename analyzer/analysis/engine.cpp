@@ -34,6 +34,9 @@ json summarize(const std::vector<std::unique_ptr<reader::Trace>>& traces, const 
   json devices = json::array();
   std::set<std::string> device_keys;
   int unfinished = 0, searches = 0;
+  // The fault plan's rules over the job, by name: what each matched, replaced, and what followed.
+  std::map<std::string, json> fault_rules;
+  std::vector<std::string> fault_order;
   for (size_t i = 0; i < all.processes.size(); ++i) {
     const ProcessFacts& p = all.processes[i];
     const reader::Trace& t = *traces[i];
@@ -47,6 +50,21 @@ json summarize(const std::vector<std::unique_ptr<reader::Trace>>& traces, const 
     }
     for (const auto& [api, n] : p.calls_by_api) calls[api] += n;
     if (t.state() == trace::FileState::kRecording) ++unfinished;
+    for (const FaultRuleFacts& r : p.fault_rules) {
+      auto [it, fresh] = fault_rules.try_emplace(r.name, json{{"rule", r.name},
+                                                              {"text", r.text},
+                                                              {"memory_cap", r.mem_cap},
+                                                              {"processes", 0},
+                                                              {"matched", 0},
+                                                              {"injected", 0},
+                                                              {"outcomes", json::object()}});
+      if (fresh) fault_order.push_back(r.name);
+      json& j = it->second;
+      j["processes"] = j["processes"].get<int>() + 1;
+      j["matched"] = j["matched"].get<uint64_t>() + r.matched;
+      j["injected"] = j["injected"].get<uint64_t>() + r.injected;
+      for (const auto& [outcome, n] : r.outcomes) j["outcomes"][outcome] = j["outcomes"].value(outcome, uint64_t(0)) + n;
+    }
     json mem = json::array();
     for (const auto& [d, m] : p.memory) {
       mem.push_back({{"device", d}, {"allocated", m.allocated}, {"allocations", m.allocations}, {"peak", m.peak},
@@ -89,6 +107,11 @@ json summarize(const std::vector<std::unique_ptr<reader::Trace>>& traces, const 
           {"searches", searches},
           {"unfinished_processes", unfinished},
           {"calls_by_api", top},
+          {"faults", [&] {
+             json out = json::array();
+             for (const auto& name : fault_order) out.push_back(fault_rules[name]);
+             return out;
+           }()},
           {"per_process", processes}};
 }
 
@@ -209,6 +232,20 @@ void print_report(const Report& r, bool color, FILE* out) {
                p["rank"].get<int>() >= 0 ? fmt::format(" rank {}", p["rank"].get<int>()) : "",
                p["events"].get<uint64_t>(), seconds_text(p["duration_s"].get<double>()), p["state"].get<std::string>(),
                p["searches"].get<int>(), mem.empty() ? "" : "; " + mem, "");
+  }
+  if (!s["faults"].empty()) {
+    fmt::print(out, "  fault injection (these failures were made by cuprobe; findings below leave them out "
+                    "unless they explain a finding):\n");
+    for (const auto& f : s["faults"]) {
+      std::string next;
+      for (auto it = f["outcomes"].begin(); it != f["outcomes"].end(); ++it) {
+        next += fmt::format("{}{} {}×", next.empty() ? "" : ", ", it.key(), it.value().get<uint64_t>());
+      }
+      fmt::print(out, "    {} ({}): {} calls matched, {} injected{}\n", f["rule"].get<std::string>(),
+                 f["memory_cap"].get<bool>() ? "memory cap " + f["text"].get<std::string>() : f["text"].get<std::string>(),
+                 f["matched"].get<uint64_t>(), f["injected"].get<uint64_t>(),
+                 next.empty() ? "" : "; then the application: " + next);
+    }
   }
   for (const auto& w : r.warnings) fmt::print(out, "  {} {}\n", paint("33", "note:"), w);
   fmt::print(out, "\n");

@@ -1,6 +1,8 @@
 // The per-process pass; see facts.h.
 #include "analysis/facts.h"
 
+#include "faults/plan_builder.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -28,6 +30,7 @@ struct ApiView {
   bool finalize = false;
   bool legacy_exec = false;
   int ptr = -1, size = -1, problem = -1, problem_hash = -1, engine = -1, knobs = -1, algo = -1, align = -1, notes = -1;
+  int plan = -1, desc = -1;
 };
 
 uint64_t field(const reader::Event& e, int i) { return i >= 0 && i < e.nargs ? e.args[i] : 0; }
@@ -139,6 +142,100 @@ ProblemShape parse_problem(const std::string& problem) {
   return s;
 }
 
+// What the application did after each injected fault, learned from the next calls of the same
+// thread: a retry of the same call (after freeing memory, or asking for less), a move to another
+// cuDNN plan or algorithm for the same problem, other work, or nothing of the kind again.
+class FaultFollower {
+ public:
+  FaultFollower(const reader::Trace& trace, const std::vector<ApiView>& views, std::vector<InjectedFault>& out)
+      : trace_(trace), views_(views), out_(out) {}
+
+  void on_event(const reader::Event& e) {
+    const ApiView& v = views_[e.api < views_.size() ? e.api : 0];
+    auto it = pending_.find(e.tid);
+    if (it != pending_.end()) {
+      auto& list = it->second;
+      for (size_t i = 0; i < list.size();) {
+        if (resolve(list[i], e, v)) list.erase(list.begin() + long(i));
+        else ++i;
+      }
+      if (list.empty()) pending_.erase(it);
+    }
+    if (!e.injected()) return;
+    InjectedFault x;
+    x.rule = e.fault_rule;
+    x.api = v.api ? v.api->name : trace_.api_name(e.api);
+    x.ts_ns = e.ts_ns;
+    x.tid = e.tid;
+    x.k = e.fault_k;
+    x.ret = e.ret;
+    if (v.problem >= 0) x.problem = trace_.string(uint32_t(field(e, v.problem)));
+    Pending p;
+    p.index = out_.size();
+    p.api = e.api;
+    p.size = field(e, v.size);
+    p.plan = field(e, v.backend_execute ? v.plan : v.desc);
+    p.hash = field(e, v.problem_hash);
+    p.algo = v.algo >= 0 ? int64_t(field(e, v.algo)) : -1;
+    out_.push_back(std::move(x));
+    pending_[e.tid].push_back(p);
+  }
+
+  void finish() {
+    for (auto& [tid, list] : pending_) {
+      for (const Pending& p : list) out_[p.index].outcome = "stopped";
+    }
+    pending_.clear();
+  }
+
+ private:
+  struct Pending {
+    size_t index;
+    uint16_t api;
+    uint64_t size;
+    uint64_t plan;  // plan id (execute) or descriptor id (finalize)
+    uint64_t hash;
+    int64_t algo;
+    int frees = 0;
+  };
+
+  bool done(const Pending& p, const reader::Event& e, const char* outcome) {
+    out_[p.index].outcome = outcome;
+    out_[p.index].next_ok = e.ret == 0;
+    return true;
+  }
+
+  bool resolve(Pending& p, const reader::Event& e, const ApiView& v) {
+    const ApiView& f = views_[p.api < views_.size() ? p.api : 0];
+    constexpr uint32_t kAllocs = trace::kApiDeviceAlloc | trace::kApiHostAlloc;
+    constexpr uint32_t kFrees = trace::kApiDeviceFree | trace::kApiHostFree;
+    if (f.flags & kAllocs) {
+      if ((v.flags & kFrees) && e.ret == 0) ++p.frees;
+      if (!(v.flags & kAllocs)) return false;
+      uint64_t size = field(e, v.size);
+      if (size == p.size) return done(p, e, p.frees ? "freed memory and retried" : "retried the same call");
+      if (size < p.size) return done(p, e, "retried with a smaller size");
+      return done(p, e, "went on to other work");
+    }
+    if (f.backend_execute || f.finalize) {
+      if (!v.backend_execute && !v.finalize) return false;
+      uint64_t id = field(e, v.backend_execute ? v.plan : v.desc);
+      uint64_t hash = field(e, v.problem_hash);
+      if (v.api == f.api && id == p.plan) return done(p, e, "retried the same call");
+      if (hash == 0) return false;  // a descriptor that is not a plan: wait for one
+      return done(p, e, hash == p.hash ? "moved to another plan" : "went on to other work");
+    }
+    if (v.api != f.api) return false;
+    if (p.algo >= 0 && v.algo >= 0 && int64_t(field(e, v.algo)) != p.algo) return done(p, e, "moved to another algorithm");
+    return done(p, e, "retried the same call");
+  }
+
+  const reader::Trace& trace_;
+  const std::vector<ApiView>& views_;
+  std::vector<InjectedFault>& out_;
+  std::unordered_map<uint32_t, std::vector<Pending>> pending_;
+};
+
 ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options) {
   ProcessFacts f;
   f.trace = &trace;
@@ -166,6 +263,8 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
     v.algo = a.field_index("algo");
     v.align = a.field_index("align");
     v.notes = a.field_index("notes");
+    v.plan = a.field_index("plan");
+    v.desc = a.field_index("desc");
   }
   std::vector<uint64_t> calls(apis.size() + 1, 0), time(apis.size() + 1, 0), sync_time(apis.size() + 1, 0);
 
@@ -236,8 +335,10 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
   bool warmup_known = false;
   uint64_t fraction_end = 0;
   Churn after_fraction, after_second_pass;
+  FaultFollower faults(trace, views, f.injected);
 
   trace.for_each_event([&](const reader::Event& e) {
+    if (!trace.fault_rules().empty()) faults.on_event(e);
     const ApiView& v = views[e.api < views.size() ? e.api : 0];
     ++f.events;
     if (e.api < calls.size()) {
@@ -321,6 +422,10 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
           ++o.frees_before;
         }
         if (selecting) o.search_problem = *selecting;
+        if (e.injected()) {
+          const reader::FaultRule* r = trace.fault_rule(e.fault_rule);
+          o.injected_by = r ? r->name : fmt::format("rule{}", e.fault_rule + 1);
+        }
         o.event_index = f.events;
         auto last = last_oom_of_thread.find(e.tid);
         if (last != last_oom_of_thread.end()) {
@@ -351,7 +456,8 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
       ++f.sync_calls;
     }
 
-    if (v.cudnn && e.ret != 0) {
+    // Injected failures are the fault summary's, not cuDNN's: they stay out of unsupported-config.
+    if (v.cudnn && e.ret != 0 && !e.injected()) {
       failures.push_back(Failure{e.api, field(e, v.problem_hash), uint32_t(field(e, v.problem)), e.ret, e.ts_ns, e.tid,
                                  uint32_t(field(e, v.align))});
     }
@@ -393,6 +499,27 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
     last_calls[last_call_count++ % kLastCalls] = LastCall{e.api, e.ret, e.tid};
   });
   tracker.finish();
+  faults.finish();
+  for (const reader::FaultRule& r : trace.fault_rules()) {
+    FaultRuleFacts fr;
+    fr.index = r.index;
+    fr.name = r.name;
+    fr.text = r.text;
+    fr.mem_cap = r.is_mem_cap();
+    fr.matched = r.matched;
+    fr.injected = r.injected;
+    for (const InjectedFault& x : f.injected) {
+      if (x.rule == r.index) ++fr.outcomes[x.outcome];
+    }
+    if (fr.injected == 0) fr.injected = uint64_t(std::count_if(f.injected.begin(), f.injected.end(),
+                                                               [&](const InjectedFault& x) { return x.rule == r.index; }));
+    if (fr.mem_cap) {
+      std::map<int, uint64_t> totals;
+      for (const auto& [d, dev] : trace.devices()) totals[d] = dev.total_mem;
+      f.mem_cap = faults::mem_cap_bytes(r.text, totals);
+    }
+    f.fault_rules.push_back(std::move(fr));
+  }
   for (uint64_t k = last_call_count > kLastCalls ? last_call_count - kLastCalls : 0; k < last_call_count; ++k) {
     const LastCall& c = last_calls[k % kLastCalls];
     f.last_calls.push_back(fmt::format("{} ret={} tid={}", trace.api_name(c.api), c.ret, c.tid));

@@ -54,6 +54,34 @@ struct OomEvent {
   uint64_t calls_after = 0;            // calls the process made afterwards
   uint64_t event_index = 0;
   std::string search_problem;          // the search in progress, when there was one
+  std::string injected_by;             // the fault rule that replaced the call ("mem-cap": the memory cap)
+};
+
+// A call the fault plan replaced, and what the application did next on that thread.
+struct InjectedFault {
+  int rule = -1;
+  std::string api;
+  uint64_t ts_ns = 0;
+  uint32_t tid = 0;
+  uint64_t k = 0;
+  int32_t ret = 0;
+  std::string problem;
+  // "retried the same call", "freed memory and retried", "retried with a smaller size",
+  // "moved to another plan", "moved to another algorithm", "went on to other work",
+  // "stopped" (no call of its kind followed on that thread)
+  std::string outcome;
+  bool next_ok = false;  // the call that resolved the outcome succeeded
+};
+
+// One rule of the process's fault plan (or its memory cap) with what it did.
+struct FaultRuleFacts {
+  int index = -1;
+  std::string name;
+  std::string text;
+  bool mem_cap = false;
+  uint64_t matched = 0;   // calls that passed the rule's filters (from the trace header)
+  uint64_t injected = 0;  // calls it replaced
+  std::map<std::string, uint64_t> outcomes;
 };
 
 // A cuDNN call that failed, aggregated by (api, problem, status, whether it was routine).
@@ -112,6 +140,9 @@ struct ProcessFacts {
   std::vector<CudnnFailure> cudnn_failures;
   std::map<uint64_t, ProblemUse> problems;  // by problem hash
   std::vector<std::string> last_calls;       // the process's final calls, for unfinished traces
+  std::vector<InjectedFault> injected;       // calls the fault plan replaced, in time order
+  std::vector<FaultRuleFacts> fault_rules;   // the plan in force, empty when none
+  std::map<int, uint64_t> mem_cap;           // device -> the memory cap's bytes there
   int device = -1;                           // the device most calls ran on
 };
 

@@ -24,14 +24,16 @@ constexpr const char* kHelp = R"(Usage: cuprobe dump [options] PATH...
 Prints traces as JSON Lines. PATH is a run directory (every *.cuprobe file in it), one trace
 file, or JSON Lines written by an earlier dump ("-" reads them from standard input). Per process: a "process" line (who, where, devices, library versions, how it ended,
 what the shim counted as lost), "api" lines (each API's flags and argument fields, so that the
-output describes itself), its "call" lines in time order, then "count" lines (calls of
+output describes itself), "fault_rule" lines when the process ran under a fault plan or a
+memory cap (each rule with the calls it matched and injected), its "call" lines in time order, then "count" lines (calls of
 counted APIs such as kernel launches, per thread and device), "crash" lines, and "search"
 lines: each benchmark search or heuristic selection of a cuDNN algorithm, rebuilt from the
 calls (its problem, every candidate with its measured time, the winner, the wall time).
 
 Every call line has api, ret, ts_ns, dur_ns, pid, tid and device, stream when the call has
 one, and the API's own argument fields (pointers as "0x..." strings). Frees carry the size of
-the allocation they release when the trace holds it.
+the allocation they release when the trace holds it. A call the fault plan replaced carries
+"injected" (the rule's name) and "fault_k" (its match number for that rule).
 
 Options:
   --api NAME[,NAME...]  only calls of these APIs
@@ -250,11 +252,31 @@ void print_events(const reader::Trace& t, const Filter& filter, JsonLine& j) {
       }
     }
     if (freed_known && size_field < 0) j.num("size", freed_size);
+    if (e.injected()) {
+      const reader::FaultRule* rule = t.fault_rule(e.fault_rule);
+      j.str("injected", rule ? rule->name : fmt::format("rule{}", e.fault_rule + 1));
+      j.num("fault_k", e.fault_k);
+    }
     j.end(stdout);
   });
   tracker.finish();
   if (filter.searches) {
     for (const auto& s : searches) std::printf("%s\n", s.c_str());
+  }
+}
+
+void print_fault_rules(const reader::Trace& t, JsonLine& j) {
+  for (const auto& r : t.fault_rules()) {
+    j.begin();
+    j.str("type", "fault_rule");
+    j.num("pid", t.pid());
+    j.inum("index", r.index);
+    j.str("name", r.name);
+    j.str("rule", r.text);
+    j.str("scope", r.scope == 1 ? "thread" : "process");
+    j.num("matched", r.matched);
+    j.num("injected", r.injected);
+    j.end(stdout);
   }
 }
 
@@ -341,6 +363,7 @@ int cmd_dump(const Args& args) {
         if (filter.pid >= 0 && long(tf.pid()) != filter.pid) continue;
         print_process(tf, j);
         print_apis(tf, j);
+        print_fault_rules(tf, j);
         if (filter.events) print_events(tf, filter, j);
         print_tail(tf, j);
       }

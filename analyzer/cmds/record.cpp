@@ -13,12 +13,15 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "faults/plan_builder.h"
 #include "trace/reader.h"
 
 namespace cuprobe::cli {
@@ -47,8 +50,33 @@ Options:
   -q, --quiet         print nothing besides the command's own output
   -h, --help          this text
 
+Fault mode (docs/faults.md): make chosen calls fail on purpose, before the real call runs.
+      --fault SPEC    a rule: CALLS:ERROR[,KEY=VALUE...]; repeatable, rules are tried in order
+                      and the first that fires replaces the call. Examples:
+                        alloc:OOM,nth=3                   the 3rd device allocation fails
+                        cudnn-execute:NOT_SUPPORTED,problem=conv_fwd x[64,first=2
+                        cudaMalloc:OOM,size>=1GiB,p=0.1,seed=7
+                        cudnn-finalize:NOT_SUPPORTED,engine=0,max=5
+                      CALLS: alloc, host-alloc, memcpy, sync, cudnn-create, cudnn-execute,
+                      cudnn-finalize, cudnn-find, cudnn-legacy-exec, or API names joined by |.
+                      ERROR: OOM, NOT_SUPPORTED, NOT_SUPPORTED_SHAPE, NOT_SUPPORTED_LAYOUT,
+                      BAD_PARAM, INTERNAL_ERROR, EXECUTION_FAILED, NOT_INITIALIZED, or a number.
+                      When: nth=N every=K first=N after=N at=N+N... p=P seed=S max=N.
+                      Which: size>=BYTES problem=TEXT|0xHASH problem~REGEX engine=N device=N
+                      rank=N pid=N comm=NAME from=TIME until=TIME scope=process|thread name=ID
+      --faults FILE   rules from a JSON file: {"rules": [...], "mem_cap": "8GiB"}
+      --mem-cap CAP   device allocations fail with out-of-memory once the bytes live through
+                      cuprobe's hooks would exceed CAP, and cudaMemGetInfo reports within it:
+                      8GiB, 25% (of each device), or per device 0=8GiB,1=16GiB
+      --replay-faults TRACE
+                      inject exactly the faults recorded in an earlier run (directory or file)
+A malformed plan stops here, before COMMAND starts, with what is wrong in it.
+
 Environment set for COMMAND: LD_PRELOAD (the shim appended), CUPROBE_OUT (absolute run
-directory), and CUPROBE_LAUNCH_EVENTS, CUPROBE_MAX_MB, CUPROBE_CLOCK when the options ask.
+directory), and CUPROBE_LAUNCH_EVENTS, CUPROBE_MAX_MB, CUPROBE_CLOCK, CUPROBE_FAULTS,
+CUPROBE_MEM_CAP when the options ask. Under plain LD_PRELOAD, set CUPROBE_FAULTS (rules
+separated by ';') and CUPROBE_MEM_CAP yourself; a malformed plan is then reported on stderr and
+nothing is injected.
 Set CUPROBE_SHIM to use a shim other than the one installed beside this command.
 )";
 
@@ -103,7 +131,9 @@ void report(const std::string& dir) {
   uint64_t bytes = 0;
   uint64_t dropped = 0;
   uint64_t missing = 0;
+  uint64_t rejected = 0;
   int unfinished = 0;
+  std::map<std::string, uint64_t> injected;  // by fault rule
   for (const auto& path : *files) {
     std::error_code ec;
     bytes += fs::file_size(path, ec);
@@ -115,12 +145,25 @@ void report(const std::string& dir) {
     events += (*t)->call_records();
     dropped += (*t)->stat(trace::kStatDroppedEvents);
     missing += (*t)->stat(trace::kStatMissingSymbols);
+    rejected += (*t)->stat(trace::kStatFaultPlanRejected);
+    for (const auto& r : (*t)->fault_rules()) injected[r.name] += r.injected;
     if ((*t)->state() == trace::FileState::kRecording) ++unfinished;
   }
   fmt::print(stderr, "cuprobe: trace in {} ({} process{}, {} events, {})\n", dir, files->size(),
              files->size() == 1 ? "" : "es", events, human_bytes(bytes));
   if (dropped) fmt::print(stderr, "cuprobe: warning: {} events were dropped (trace size limit or full disk)\n", dropped);
   if (missing) fmt::print(stderr, "cuprobe: warning: {} calls found no real function to forward to\n", missing);
+  if (rejected) fmt::print(stderr, "cuprobe: warning: {} process{} refused the fault plan; nothing was injected there\n",
+                           rejected, rejected == 1 ? "" : "es");
+  if (!injected.empty()) {
+    uint64_t total = 0;
+    std::string per_rule;
+    for (const auto& [name, n] : injected) {
+      total += n;
+      per_rule += fmt::format("{}{} {}", per_rule.empty() ? "" : ", ", name, n);
+    }
+    fmt::print(stderr, "cuprobe: fault mode: {} call{} failed on purpose ({})\n", total, total == 1 ? "" : "s", per_rule);
+  }
   if (unfinished) {
     fmt::print(stderr, "cuprobe: note: {} process{} ended without a clean exit (killed, _exit, or still running); "
                        "their traces are complete up to their last event\n", unfinished, unfinished == 1 ? "" : "es");
@@ -135,6 +178,10 @@ int cmd_record(const Args& args) {
   bool append = false;
   bool quiet = false;
   std::vector<std::pair<std::string, std::string>> env;
+  std::vector<std::string> fault_rules;
+  std::vector<std::string> replay_rules;
+  std::string mem_cap;
+  std::string replay_from;
   size_t i = 0;
   auto value = [&](const std::string& opt) -> std::string {
     if (i + 1 >= args.size()) throw UsageError(fmt::format("{} needs a value", opt));
@@ -166,6 +213,29 @@ int cmd_record(const Args& args) {
         throw UsageError(fmt::format("--clock expects auto, monotonic or tsc, got '{}'", kind));
       }
       if (kind != "auto") env.emplace_back("CUPROBE_CLOCK", kind);
+    } else if (a == "--fault") {
+      fault_rules.push_back(value(a));
+    } else if (a == "--faults") {
+      std::string path = value(a);
+      std::ifstream in(path);
+      if (!in) throw UsageError(fmt::format("--faults {}: cannot read it: {}", path, std::strerror(errno)));
+      nlohmann::json doc;
+      try {
+        doc = nlohmann::json::parse(in);
+      } catch (const std::exception& e) {
+        throw UsageError(fmt::format("--faults {}: not JSON: {}", path, e.what()));
+      }
+      try {
+        faults::FileRules fr = faults::rules_from_json(doc, path);
+        fault_rules.insert(fault_rules.end(), fr.rules.begin(), fr.rules.end());
+        if (!fr.mem_cap.empty()) mem_cap = fr.mem_cap;
+      } catch (const faults::PlanError& e) {
+        throw UsageError(e.what());
+      }
+    } else if (a == "--mem-cap") {
+      mem_cap = value(a);
+    } else if (a == "--replay-faults") {
+      replay_from = value(a);
     } else if (a == "-q" || a == "--quiet") {
       quiet = true;
       env.emplace_back("CUPROBE_QUIET", "1");
@@ -175,6 +245,37 @@ int cmd_record(const Args& args) {
   }
   if (i >= args.size()) throw UsageError("no command to run; usage: cuprobe record [options] -- COMMAND [ARGS...]");
   std::vector<std::string> command(args.begin() + long(i), args.end());
+
+  // The fault plan is checked with the shim's own parser before anything runs.
+  try {
+    if (!replay_from.empty()) {
+      faults::Replay rp = faults::replay_from_trace(replay_from);
+      replay_rules = rp.rules;
+      if (mem_cap.empty()) mem_cap = rp.mem_cap;
+      if (!quiet) {
+        fmt::print(stderr, "cuprobe: replaying {} injected call{} from {}\n", rp.injected, rp.injected == 1 ? "" : "s",
+                   replay_from);
+        for (const auto& n : rp.notes) fmt::print(stderr, "cuprobe: note: {}\n", n);
+      }
+    }
+    std::vector<std::string> all = replay_rules;
+    all.insert(all.end(), fault_rules.begin(), fault_rules.end());
+    if (!all.empty()) {
+      env.emplace_back("CUPROBE_FAULTS", faults::check_plan(all));
+    } else if (const char* inherited = std::getenv("CUPROBE_FAULTS"); inherited != nullptr && *inherited != 0) {
+      faults::check_plan({inherited});
+    }
+    if (!mem_cap.empty()) {
+      faults::check_mem_cap(mem_cap);
+      env.emplace_back("CUPROBE_MEM_CAP", mem_cap);
+    } else if (const char* inherited = std::getenv("CUPROBE_MEM_CAP"); inherited != nullptr && *inherited != 0) {
+      faults::check_mem_cap(inherited);
+    }
+  } catch (const faults::PlanError& e) {
+    fmt::print(stderr, "cuprobe record: {}\ncuprobe record: the command was not started; see cuprobe record --help\n",
+               e.what());
+    return kExitUsage;
+  }
 
   std::string shim = shim_path();
   if (access(shim.c_str(), R_OK) != 0) {

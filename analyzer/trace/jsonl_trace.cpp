@@ -25,7 +25,8 @@ namespace {
 using nlohmann::json;
 
 const std::set<std::string>& common_keys() {
-  static const std::set<std::string> keys = {"type", "api", "ret", "ts_ns", "dur_ns", "pid", "tid", "device", "stream"};
+  static const std::set<std::string> keys = {"type", "api",    "ret",    "ts_ns",    "dur_ns", "pid",
+                                             "tid",  "device", "stream", "injected", "fault_k"};
   return keys;
 }
 
@@ -155,6 +156,11 @@ class JsonlTrace : public Trace {
       e.has_stream = true;
       e.stream = parse_hex(j["stream"].get<std::string>());
     }
+    if (j.contains("injected")) {
+      std::string rule = j["injected"].is_string() ? j["injected"].get<std::string>() : "";
+      e.fault_rule = fault_rule_index(rule);
+      e.fault_k = j.value("fault_k", uint64_t(0));
+    }
     e.args = uint32_t(args_.size());
     e.nargs = uint16_t(a.fields.size());
     for (const Field& f : a.fields) {
@@ -180,6 +186,35 @@ class JsonlTrace : public Trace {
     threads_.insert(e.tid);
     last_event_ns_ = std::max(last_event_ns_, e.ts_ns + e.dur_ns);
     ++call_records_;
+  }
+
+  void add_fault_rule(const json& j) {
+    FaultRule r;
+    r.index = j.value("index", -1);
+    r.name = j.value("name", "");
+    r.text = j.value("rule", "");
+    r.scope = j.value("scope", "process") == "thread" ? 1 : 0;
+    r.matched = j.value("matched", uint64_t(0));
+    r.injected = j.value("injected", uint64_t(0));
+    if (r.index < 0 || r.index >= trace::kFaultRuleSlots) r.index = next_free_rule_index();
+    fault_rules_.push_back(std::move(r));
+  }
+
+  // Calls name their rule; a rule without a fault_rule line gets an index of its own.
+  int fault_rule_index(const std::string& name) {
+    for (const FaultRule& r : fault_rules_)
+      if (r.name == name) return r.index;
+    FaultRule r;
+    r.index = name == "mem-cap" ? trace::kFaultRuleSlots - 1 : next_free_rule_index();
+    r.name = name;
+    fault_rules_.push_back(r);
+    return r.index;
+  }
+
+  int next_free_rule_index() const {
+    int i = 0;
+    while (fault_rule(i) != nullptr && i < trace::kFaultRuleSlots - 2) ++i;
+    return i;
   }
 
   void add_count(const json& j) {
@@ -218,6 +253,8 @@ class JsonlTrace : public Trace {
       e.stream = s.stream;
       e.args = args_.data() + s.args;
       e.nargs = std::min<int>(s.nargs, int(apis_[s.api].fields.size()));
+      e.fault_rule = s.fault_rule;
+      e.fault_k = s.fault_k;
       fn(e);
     }
   }
@@ -234,6 +271,8 @@ class JsonlTrace : public Trace {
     uint64_t ts_ns;
     uint64_t dur_ns;
     uint64_t stream = 0;
+    int fault_rule = -1;
+    uint64_t fault_k = 0;
   };
 
   static trace::Library library_from(const std::string& s) {
@@ -324,6 +363,8 @@ Result<std::vector<std::unique_ptr<Trace>>> read_jsonl(const std::string& path) 
         trace_of(pid).add_call(j);
       } else if (type == "count") {
         trace_of(pid).add_count(j);
+      } else if (type == "fault_rule") {
+        trace_of(pid).add_fault_rule(j);
       } else if (type == "crash") {
         trace_of(pid).add_crash(j);
       }  // "search" lines are rebuilt from the calls; unknown types are skipped

@@ -144,6 +144,12 @@ const std::string& Trace::api_name(uint16_t id) const {
   return a ? a->name : kUnknown;
 }
 
+const FaultRule* Trace::fault_rule(int index) const {
+  for (const FaultRule& r : fault_rules_)
+    if (r.index == index) return &r;
+  return nullptr;
+}
+
 const std::string& Trace::string(uint32_t id) const {
   static const std::string kEmpty;
   auto it = strings_.find(id);
@@ -152,15 +158,17 @@ const std::string& Trace::string(uint32_t id) const {
 
 namespace {
 
-// Words after a call record's fixed part: arguments, then [stream][64-bit duration].
+// Words after a call record's fixed part: arguments, then [stream][64-bit duration][fault].
 uint32_t tail_words(const trace::CallRecord* r) { return (r->h.size - uint32_t(sizeof(trace::CallRecord))) / 8; }
 uint32_t optional_words(const trace::CallRecord* r) {
-  return ((r->h.flags & trace::kCallHasStream) ? 1 : 0) + ((r->h.flags & trace::kCallLongDuration) ? 1 : 0);
+  return ((r->h.flags & trace::kCallHasStream) ? 1 : 0) + ((r->h.flags & trace::kCallLongDuration) ? 1 : 0) +
+         ((r->h.flags & trace::kCallInjected) ? 1 : 0);
 }
 
 uint64_t call_duration(const trace::CallRecord* r) {
-  if (!(r->h.flags & trace::kCallLongDuration) || tail_words(r) == 0) return r->dur_ticks;
-  return r->tail[tail_words(r) - 1];
+  uint32_t after = (r->h.flags & trace::kCallInjected) ? 1 : 0;
+  if (!(r->h.flags & trace::kCallLongDuration) || tail_words(r) < 1 + after) return r->dur_ticks;
+  return r->tail[tail_words(r) - 1 - after];
 }
 
 std::string take(const char*& p, uint32_t n) {
@@ -266,6 +274,10 @@ bool TraceFile::load(std::string* error) {
     std::sort(t.chunks.begin(), t.chunks.end(), [](const ChunkRef& a, const ChunkRef& b) { return a.seq < b.seq; });
   }
   thread_count_ = threads_.size() - threads_.count(trace::kMetaTid);
+  for (FaultRule& fr : fault_rules_) {
+    fr.matched = hdr.fault_matched[fr.index];
+    fr.injected = hdr.fault_injected[fr.index];
+  }
   clock_.init(trace::ClockKind(hdr.clock_kind), hdr.ticks_per_ns, std::move(anchors));
   if (call_records_ > 0) last_event_ns_ = clock_.to_ns(last_ticks_);
   for (const auto& [tid, rec] : raw_crashes_) {
@@ -410,6 +422,22 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
         properties_[r->key] = r->value;
         break;
       }
+      case trace::RecordType::kFaultRule: {
+        if (h->size < sizeof(trace::FaultRuleRecord)) break;
+        auto* r = reinterpret_cast<const trace::FaultRuleRecord*>(rec);
+        if (sizeof(trace::FaultRuleRecord) + uint64_t(r->name_len) + r->text_len > h->size ||
+            r->index >= uint32_t(trace::kFaultRuleSlots)) {
+          note(fmt::format("chunk {} offset {}: fault rule record with bad lengths", index, off));
+          break;
+        }
+        FaultRule fr;
+        fr.index = int(r->index);
+        fr.scope = int(r->scope);
+        fr.name.assign(r->text, r->name_len);
+        fr.text.assign(r->text + r->name_len, r->text_len);
+        fault_rules_.push_back(std::move(fr));
+        break;
+      }
       case trace::RecordType::kAnchor: {
         if (h->size < sizeof(trace::AnchorRecord)) break;
         auto* r = reinterpret_cast<const trace::AnchorRecord*>(rec);
@@ -492,6 +520,13 @@ void TraceFile::for_each_event(const std::function<void(const Event&)>& fn) cons
     e.nargs = int(words - optional);
     e.args = r->tail;
     e.stream = e.has_stream ? r->tail[e.nargs] : 0;
+    e.fault_rule = -1;
+    e.fault_k = 0;
+    if ((r->h.flags & trace::kCallInjected) && words > 0) {
+      uint64_t word = r->tail[words - 1];
+      e.fault_rule = int(word & 0xffff);
+      e.fault_k = word >> 16;
+    }
     if (const Api* a = api(e.api)) e.nargs = std::min(e.nargs, int(a->fields.size()));
     fn(e);
     if (advance(c)) heap.push(c);

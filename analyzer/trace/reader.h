@@ -95,6 +95,20 @@ struct Event {
   uint64_t stream = 0;
   const uint64_t* args = nullptr;
   int nargs = 0;
+  int fault_rule = -1;  // the fault rule that replaced this call (trace_format.h kCallInjected), else -1
+  uint64_t fault_k = 0; // the call's match number for that rule
+  bool injected() const { return fault_rule >= 0; }
+};
+
+// A rule of the fault plan the process ran under, with what it did.
+struct FaultRule {
+  int index = -1;  // trace::kFaultRuleSlots - 1: the memory cap
+  int scope = 0;   // 0 per process, 1 per thread
+  std::string name;
+  std::string text;
+  uint64_t matched = 0;
+  uint64_t injected = 0;
+  bool is_mem_cap() const { return index == trace::kFaultRuleSlots - 1; }
 };
 
 // Converts raw ticks to CLOCK_MONOTONIC nanoseconds through the file's anchors.
@@ -148,6 +162,8 @@ class Trace {
   const std::vector<Crash>& crashes() const { return crashes_; }
   const std::vector<Count>& counts() const { return counts_; }
   const std::vector<CudnnHandle>& cudnn_handles() const { return handles_; }
+  const std::vector<FaultRule>& fault_rules() const { return fault_rules_; }
+  const FaultRule* fault_rule(int index) const;
   const std::vector<std::string>& diagnostics() const { return diagnostics_; }
   // Wall-clock time of a monotonic timestamp of this process (aligns processes and hosts).
   uint64_t wall_ns(uint64_t mono_ns) const { return start_real_ns_ + (mono_ns - start_mono_ns_); }
@@ -181,6 +197,7 @@ class Trace {
   std::vector<Crash> crashes_;
   std::vector<Count> counts_;
   std::vector<CudnnHandle> handles_;
+  std::vector<FaultRule> fault_rules_;
   std::vector<std::string> diagnostics_;
 };
 

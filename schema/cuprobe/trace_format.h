@@ -34,7 +34,8 @@ inline constexpr int kMaxDevices = 32;
 inline constexpr int kCountSlots = 12;    // counted APIs a trace can hold (per device)
 inline constexpr int kCountDevices = 8;   // devices counted separately per counted API
 inline constexpr int kQuietSlots = 64;    // quiet APIs a trace can hold (not per device)
-inline constexpr uint32_t kMetaTid = 0;  // chunks written for the process as a whole
+inline constexpr uint32_t kMetaTid = 0;
+inline constexpr int kFaultRuleSlots = 33;  // fault rules a plan can hold, plus the memory cap  // chunks written for the process as a whole
 
 enum class ClockKind : uint32_t {
   kMonotonicNs = 1,  // ticks are CLOCK_MONOTONIC nanoseconds
@@ -57,11 +58,13 @@ enum Stat : uint32_t {
   kStatTraceLimitHit = 3,    // 1 when the size limit (CUPROBE_MAX_MB) stopped the trace growing
   kStatGrowFailures = 4,     // fallocate/mmap failures when growing the file
   kStatMirrorFull = 5,       // cuDNN descriptors not mirrored (too many alive at once)
+  kStatFaultPlanRejected = 6,  // 1 when CUPROBE_FAULTS or CUPROBE_MEM_CAP could not be read: nothing injected
+  kStatCapTableFull = 7,     // allocations the memory cap could not remember (their frees are not credited)
   kStatCount = 16,
 };
 inline constexpr const char* kStatNames[kStatCount] = {
     "dropped_events", "missing_symbols", "duplicate_libraries", "trace_limit_hit",
-    "grow_failures",  "mirror_full",     nullptr,               nullptr,
+    "grow_failures",  "mirror_full",     "fault_plan_rejected", "cap_table_full",
     nullptr,          nullptr,           nullptr,               nullptr,
     nullptr,          nullptr,           nullptr,               nullptr};
 
@@ -87,6 +90,10 @@ struct FileHeader {
   Anchor end;               // valid when state != kRecording
   uint64_t proc_start_time; // /proc/<pid>/stat starttime: tells a pid's exec'd image from reuse
   uint64_t stats[kStatCount];
+  // Fault mode, per rule of the plan (FaultRule records), the memory cap in the last slot:
+  // calls that passed the rule's filters, and calls it replaced with an error.
+  uint64_t fault_matched[kFaultRuleSlots];
+  uint64_t fault_injected[kFaultRuleSlots];
 };
 static_assert(sizeof(FileHeader) <= kFileHeaderSize);
 static_assert(offsetof(FileHeader, stats) % 8 == 0);
@@ -119,6 +126,7 @@ enum class RecordType : uint16_t {
   kAnchor = 7,       // a (ticks, mono_ns) pair for clock conversion
   kCrash = 8,        // a fatal signal arrived; names the call in flight on that thread
   kProperty = 9,     // a numbered process property (library versions)
+  kFaultRule = 10,   // one rule of the fault plan in force (FaultRuleRecord)
 };
 
 // Common prefix of every record. Records never exceed a chunk, so 16 bits of size suffice.
@@ -142,10 +150,11 @@ constexpr RecordHeader make_header(RecordType type, uint32_t size, uint16_t aux 
 enum CallFlags : uint8_t {
   kCallHasStream = 1u << 0,     // a stream handle
   kCallLongDuration = 1u << 1,  // the full 64-bit duration (dur_ticks did not fit in 32 bits)
+  kCallInjected = 1u << 2,      // the fault plan replaced the call: rule | (match number << 16)
 };
 
 // One intercepted call: 24 bytes, then the argument fields (meaning from the API's ApiInfo),
-// then [stream][64-bit duration] as flagged. The number of fields is the size's remainder.
+// then [stream][64-bit duration][fault] as flagged. The number of fields is the size's remainder.
 struct CallRecord {
   RecordHeader h;  // h.aux: api id; h.aux2: device; h.flags: CallFlags
   int32_t ret;     // the return code the caller saw
@@ -155,7 +164,7 @@ struct CallRecord {
 };
 static_assert(sizeof(CallRecord) == 24);
 inline constexpr int kMaxCallArgs = 16;
-inline constexpr uint32_t kMaxCallRecordSize = sizeof(CallRecord) + 8 * (2 + kMaxCallArgs);
+inline constexpr uint32_t kMaxCallRecordSize = sizeof(CallRecord) + 8 * (3 + kMaxCallArgs);
 
 // Library an API belongs to.
 enum class Library : uint16_t { kCudart = 1, kCudnn = 2, kDriver = 3 };
@@ -268,6 +277,18 @@ struct PropertyRecord {
   uint32_t pad;
   int64_t value;
 };
+
+// One rule of the fault plan the process ran under. index kFaultRuleSlots - 1 is the memory
+// cap (name "mem-cap", text the cap as given). Text: the name, then the rule as written.
+struct FaultRuleRecord {
+  RecordHeader h;
+  uint32_t index;
+  uint32_t scope;  // 0: matches counted per process, 1: per thread
+  uint32_t name_len;
+  uint32_t text_len;
+  char text[];
+};
+static_assert(sizeof(FaultRuleRecord) == 24);
 
 inline constexpr uint16_t kNoApi = 0xffff;
 

@@ -68,6 +68,19 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
       }
       auto mem = p.memory.find(o.device);
       uint64_t total = mem != p.memory.end() ? mem->second.total_mem : 0;
+      // A failure cuprobe made: the memory cap stands in for the device's size, a fault rule is named.
+      std::string headline = fatal ? "out of memory, and the process did no more work after it"
+                                   : "out of memory, recovered each time";
+      const std::string device = device_name(p, o.device);
+      auto cap = p.mem_cap.find(o.device);
+      if (o.injected_by == "mem-cap" && cap != p.mem_cap.end()) {
+        headline = fmt::format("out of memory under cuprobe's memory cap of {} (the device itself has {}){}",
+                               human_bytes(cap->second), human_bytes(total),
+                               fatal ? ", and the process did no more work after it" : ", recovered each time");
+        total = cap->second;
+      } else if (!o.injected_by.empty()) {
+        headline = fmt::format("injected by fault rule '{}': {}", o.injected_by, headline);
+      }
       nlohmann::json largest = nlohmann::json::array();
       std::string largest_text;
       for (const auto& a : o.largest) {
@@ -84,15 +97,16 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
                             {"retry", x.is_retry},
                             {"retried_ok", x.retried_ok},
                             {"continued", x.continued},
+                            {"injected_by", x.injected_by},
                             {"during_plan_selection", x.search_problem}});
       }
       nlohmann::json ev = {{"process", process_label(p)},
-                           {"headline", fatal ? "out of memory, and the process did no more work after it"
-                                              : "out of memory, recovered each time"},
+                           {"headline", headline},
+                           {"injected_by", o.injected_by},
                            {"fatal", fatal},
                            {"api", o.api},
                            {"requested", o.requested},
-                           {"device", device_name(p, o.device)},
+                           {"device", device},
                            {"device_memory", total},
                            {"live", o.live},
                            {"needed", o.live + o.requested},

@@ -1,0 +1,248 @@
+// See plan_builder.h.
+#include "faults/plan_builder.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "fault_plan.h"
+#include "trace/reader.h"
+
+namespace cuprobe::faults {
+
+namespace {
+
+// Items of a rule, split at commas that are not escaped.
+std::vector<std::string> items_of(const std::string& rule) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (size_t i = 0; i < rule.size(); ++i) {
+    if (rule[i] == '\\' && i + 1 < rule.size()) {
+      cur += rule[i];
+      cur += rule[++i];
+    } else if (rule[i] == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += rule[i];
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+std::string key_of(const std::string& item) {
+  std::string t = trim(item);
+  size_t n = 0;
+  while (n < t.size() && (std::isalnum(uint8_t(t[n])) || t[n] == '-' || t[n] == '_')) ++n;
+  return t.substr(0, n);
+}
+
+std::string escape(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == ',' || c == ';') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string value_text(const nlohmann::json& v, const std::string& where) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_unsigned()) return std::to_string(v.get<uint64_t>());
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number_float()) return fmt::format("{}", v.get<double>());
+  if (v.is_array()) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : "+") + value_text(x, where);
+    return s;
+  }
+  throw PlanError(fmt::format("{}: expected a string or a number", where));
+}
+
+std::string rule_from_object(const nlohmann::json& r, const std::string& where) {
+  if (!r.contains("calls") || !r.contains("error")) {
+    throw PlanError(fmt::format("{}: a rule needs \"calls\" (a group such as alloc or cudnn-execute, or an API "
+                                "name) and \"error\" (OOM, NOT_SUPPORTED, ... or a number)", where));
+  }
+  std::string calls = r["calls"].is_array() ? "" : value_text(r["calls"], where + ".calls");
+  if (r["calls"].is_array()) {
+    for (const auto& c : r["calls"]) calls += (calls.empty() ? "" : "|") + value_text(c, where + ".calls");
+  }
+  std::string spec = calls + ":" + value_text(r["error"], where + ".error");
+  for (auto it = r.begin(); it != r.end(); ++it) {
+    const std::string& k = it.key();
+    if (k == "calls" || k == "error" || k == "comment") continue;
+    std::string v = escape(value_text(*it, where + "." + k));
+    if (k == "problem_regex") spec += ",problem~" + v;
+    else if (k == "min_size" || k == "size") spec += ",size>=" + v;
+    else spec += "," + k + "=" + v;
+  }
+  return spec;
+}
+
+}  // namespace
+
+std::string check_plan(const std::vector<std::string>& rules) {
+  std::string text;
+  for (const auto& r : rules) text += (text.empty() ? "" : ";") + r;
+  auto plan = std::make_unique<Plan>();
+  char err[768];
+  if (!parse_plan(text.c_str(), plan.get(), err, sizeof err)) throw PlanError(err);
+  free_plan(plan.get());
+  return text;
+}
+
+void check_mem_cap(const std::string& cap) {
+  MemCap c;
+  char err[512];
+  if (!parse_mem_cap(cap.c_str(), &c, err, sizeof err)) throw PlanError(err);
+}
+
+FileRules rules_from_json(const nlohmann::json& doc, const std::string& source) {
+  FileRules out;
+  const nlohmann::json* rules = &doc;
+  if (doc.is_object()) {
+    for (auto it = doc.begin(); it != doc.end(); ++it) {
+      if (it.key() != "rules" && it.key() != "mem_cap" && it.key() != "comment") {
+        throw PlanError(fmt::format("{}: unknown key \"{}\"; a fault file has \"rules\" and optionally \"mem_cap\"",
+                                    source, it.key()));
+      }
+    }
+    if (doc.contains("mem_cap")) out.mem_cap = value_text(doc["mem_cap"], source + ": mem_cap");
+    if (!doc.contains("rules")) {
+      if (out.mem_cap.empty()) throw PlanError(fmt::format("{}: no \"rules\"", source));
+      return out;
+    }
+    rules = &doc["rules"];
+  }
+  if (!rules->is_array()) throw PlanError(fmt::format("{}: \"rules\" must be an array", source));
+  for (size_t i = 0; i < rules->size(); ++i) {
+    const auto& r = (*rules)[i];
+    std::string where = fmt::format("{}: rules[{}]", source, i);
+    if (r.is_string()) out.rules.push_back(r.get<std::string>());
+    else if (r.is_object()) out.rules.push_back(rule_from_object(r, where));
+    else throw PlanError(fmt::format("{}: a rule is a spec string or an object", where));
+  }
+  return out;
+}
+
+std::map<int, uint64_t> mem_cap_bytes(const std::string& text, const std::map<int, uint64_t>& totals) {
+  std::map<int, uint64_t> out;
+  MemCap cap;
+  char err[256];
+  if (!parse_mem_cap(text.c_str(), &cap, err, sizeof err)) return out;
+  constexpr int kAll = kCapDevices;
+  for (const auto& [d, total] : totals) {
+    if (d < 0 || d >= kCapDevices) continue;
+    uint64_t bytes = cap.bytes[d]             ? cap.bytes[d]
+                     : cap.fraction[d] > 0    ? uint64_t(double(total) * cap.fraction[d])
+                     : cap.bytes[kAll]        ? cap.bytes[kAll]
+                                              : uint64_t(double(total) * cap.fraction[kAll]);
+    if (bytes) out[d] = bytes;
+  }
+  return out;
+}
+
+std::string rule_filters(const std::string& rule) {
+  static const std::set<std::string> kTriggers = {"nth", "every", "first", "after", "at",
+                                                  "p",   "probability", "seed", "max"};
+  std::string out;
+  bool first = true;
+  for (const auto& item : items_of(rule)) {
+    if (!first && kTriggers.count(key_of(item))) continue;
+    if (!first && trim(item).empty()) continue;
+    out += (first ? "" : ",") + trim(item);
+    first = false;
+  }
+  return out;
+}
+
+Replay replay_from_trace(const std::string& path) {
+  auto files = reader::find_trace_files(path);
+  if (!files) throw PlanError(fmt::format("--replay-faults {}: {}", path, files.error().message));
+  Replay out;
+  // Per rule (by name, keeping the order of the plan): its text and the match numbers injected.
+  struct Seen {
+    int index;
+    std::string text;
+    std::set<uint64_t> ks;
+    std::set<int> ranks;
+    int processes = 0;
+    bool thread_scope = false;
+  };
+  std::map<std::string, Seen> rules;
+  for (const auto& f : *files) {
+    auto traces = reader::open_traces(f);
+    if (!traces) throw PlanError(fmt::format("--replay-faults: {}", traces.error().message));
+    for (const auto& t : *traces) {
+      std::map<std::string, std::set<uint64_t>> here;
+      t->for_each_event([&](const reader::Event& e) {
+        if (!e.injected()) return;
+        const reader::FaultRule* r = t->fault_rule(e.fault_rule);
+        std::string name = r ? r->name : fmt::format("rule{}", e.fault_rule + 1);
+        Seen& s = rules.try_emplace(name, Seen{e.fault_rule, r ? r->text : "", {}, {}, 0, false}).first->second;
+        if (r && r->scope == 1) s.thread_scope = true;
+        here[name].insert(e.fault_k);
+        ++out.injected;
+      });
+      t->release_events();
+      for (const auto& r : t->fault_rules()) {
+        if (r.is_mem_cap() && out.mem_cap.empty()) out.mem_cap = r.text;
+      }
+      for (auto& [name, ks] : here) {
+        Seen& s = rules[name];
+        s.ks.insert(ks.begin(), ks.end());
+        s.ranks.insert(t->process().rank);
+        ++s.processes;
+      }
+    }
+  }
+  if (out.injected == 0) {
+    throw PlanError(fmt::format("--replay-faults {}: the trace holds no injected call; it was not recorded under a "
+                                "fault plan or a memory cap, or nothing fired", path));
+  }
+  std::vector<std::pair<int, std::string>> ordered;  // (index, name): the plan's order, the cap last
+  for (const auto& [name, s] : rules) ordered.emplace_back(s.index, name);
+  std::sort(ordered.begin(), ordered.end());
+  for (const auto& [index, name] : ordered) {
+    const Seen& s = rules[name];
+    bool cap = index == trace::kFaultRuleSlots - 1;
+    std::string base = cap ? "alloc:OOM" : rule_filters(s.text);
+    if (base.empty()) {
+      out.notes.push_back(fmt::format("rule {}: its text is not in the trace; skipped", name));
+      continue;
+    }
+    if (!cap && base.find("name=") == std::string::npos) base += ",name=" + name;
+    if (cap) base += ",name=mem-cap.replay";
+    if (s.processes > 1) {
+      out.notes.push_back(fmt::format("rule {} fired in {} processes; the replay injects the union of their match "
+                                      "numbers in every process it matches", name, s.processes));
+    }
+    if (s.thread_scope) {
+      out.notes.push_back(fmt::format("rule {} counts per thread; the replay injects its match numbers on every "
+                                      "thread", name));
+    }
+    std::vector<uint64_t> ks(s.ks.begin(), s.ks.end());
+    for (size_t part = 0; part * kMaxAt < ks.size(); ++part) {
+      std::string at;
+      // Calls an earlier part injected never reach this one: its count runs behind by as many.
+      for (size_t i = part * kMaxAt; i < ks.size() && i < (part + 1) * kMaxAt; ++i) {
+        at += (at.empty() ? "" : "+") + std::to_string(ks[i] - part * kMaxAt);
+      }
+      std::string r = base + ",at=" + at;
+      if (part > 0) r += fmt::format(",name={}.{}", cap ? "mem-cap.replay" : name, part + 1);
+      out.rules.push_back(r);
+    }
+  }
+  return out;
+}
+
+}  // namespace cuprobe::faults

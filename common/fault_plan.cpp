@@ -1,0 +1,525 @@
+// Parser of fault plans; see fault_plan.h and docs/faults.md.
+#include "fault_plan.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+namespace cuprobe::faults {
+
+namespace {
+
+struct Group {
+  const char* name;
+  bool (*has)(int api);
+};
+
+bool flag(int api, uint32_t f) { return (kApis[api].flags & f) != 0; }
+bool faultable(int api) { return flag(api, trace::kApiFaultable); }
+bool is_cudnn(int api) { return kApis[api].library == trace::Library::kCudnn; }
+bool named(int api, ApiId id) { return kApis[api].sig == id; }
+
+const Group kGroups[] = {
+    {"alloc", [](int a) { return faultable(a) && flag(a, trace::kApiDeviceAlloc); }},
+    {"host-alloc", [](int a) { return faultable(a) && flag(a, trace::kApiHostAlloc); }},
+    {"memcpy", [](int a) { return faultable(a) && flag(a, trace::kApiMemcpy); }},
+    {"sync", [](int a) { return faultable(a) && flag(a, trace::kApiSync); }},
+    {"cudnn-create", [](int a) { return named(a, ApiId::cudnnCreate); }},
+    {"cudnn-execute", [](int a) { return named(a, ApiId::cudnnBackendExecute); }},
+    {"cudnn-finalize", [](int a) { return named(a, ApiId::cudnnBackendFinalize); }},
+    {"cudnn-find",
+     [](int a) { return faultable(a) && is_cudnn(a) && strncmp(kApis[a].name, "cudnnFind", 9) == 0; }},
+    {"cudnn-legacy-exec",
+     [](int a) { return faultable(a) && flag(a, trace::kApiCudnnExec) && !named(a, ApiId::cudnnBackendExecute); }},
+};
+
+struct ErrorName {
+  const char* name;
+  int32_t cudart;  // 0: no CUDA runtime equivalent
+  int32_t cudnn;   // 0: no cuDNN equivalent
+};
+const ErrorName kErrors[] = {
+    {"OOM", 2 /* cudaErrorMemoryAllocation */, 4004 /* INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED */},
+    {"NOT_SUPPORTED", 801 /* cudaErrorNotSupported */, 3000},
+    {"NOT_SUPPORTED_SHAPE", 0, 3002},
+    {"NOT_SUPPORTED_LAYOUT", 0, 3004},
+    {"BAD_PARAM", 1 /* cudaErrorInvalidValue */, 2000},
+    {"INTERNAL_ERROR", 999 /* cudaErrorUnknown */, 4000},
+    {"EXECUTION_FAILED", 719 /* cudaErrorLaunchFailure */, 5000},
+    {"NOT_INITIALIZED", 3 /* cudaErrorInitializationError */, 1001},
+};
+
+void fail(char* err, size_t cap, const char* fmt, ...) {
+  if (err == nullptr || cap == 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, cap, fmt, ap);
+  va_end(ap);
+}
+
+// A piece of the plan text: [b, e).
+struct Span {
+  const char* b;
+  const char* e;
+  size_t len() const { return size_t(e - b); }
+  bool is(const char* s) const { return strlen(s) == len() && strncmp(b, s, len()) == 0; }
+};
+
+Span trim(Span s) {
+  while (s.b < s.e && isspace(uint8_t(*s.b))) ++s.b;
+  while (s.e > s.b && isspace(uint8_t(s.e[-1]))) --s.e;
+  return s;
+}
+
+// Copies a value, resolving the escapes \, and \; (a backslash before anything else stays, so
+// regular expressions keep theirs); false when it does not fit.
+bool unescape(Span s, char* out, size_t cap) {
+  size_t n = 0;
+  for (const char* p = s.b; p < s.e; ++p) {
+    char c = *p;
+    if (c == '\\' && p + 1 < s.e && (p[1] == ',' || p[1] == ';')) c = *++p;
+    if (n + 1 >= cap) return false;
+    out[n++] = c;
+  }
+  out[n] = 0;
+  return true;
+}
+
+// Next item of a list separated by `sep` (escapes honoured); advances *pos.
+bool next_item(const char** pos, const char* end, const char* seps, Span* item) {
+  const char* p = *pos;
+  if (p >= end) return false;
+  const char* b = p;
+  while (p < end && strchr(seps, *p) == nullptr) p += (*p == '\\' && p + 1 < end) ? 2 : 1;
+  if (p > end) p = end;
+  *item = Span{b, p};
+  *pos = p < end ? p + 1 : end;
+  return true;
+}
+
+bool parse_u64(Span s, uint64_t* out) {
+  if (s.len() == 0 || s.len() > 20) return false;
+  uint64_t v = 0;
+  for (const char* p = s.b; p < s.e; ++p) {
+    if (!isdigit(uint8_t(*p))) return false;
+    uint64_t d = uint64_t(*p - '0');
+    if (v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return true;
+}
+
+bool parse_i64(Span s, int64_t* out) {
+  bool neg = s.len() > 0 && *s.b == '-';
+  uint64_t v;
+  if (!parse_u64(Span{s.b + (neg ? 1 : 0), s.e}, &v) || v > uint64_t(INT64_MAX)) return false;
+  *out = neg ? -int64_t(v) : int64_t(v);
+  return true;
+}
+
+bool parse_double(Span s, double* out) {
+  char buf[64];
+  if (s.len() == 0 || s.len() >= sizeof buf) return false;
+  memcpy(buf, s.b, s.len());
+  buf[s.len()] = 0;
+  char* end = nullptr;
+  double v = strtod(buf, &end);
+  if (end == buf || *end != 0) return false;
+  *out = v;
+  return true;
+}
+
+// "30", "30s", "1500ms", "2m", "1h" -> nanoseconds.
+bool parse_duration(Span s, uint64_t* ns) {
+  const char* p = s.b;
+  while (p < s.e && (isdigit(uint8_t(*p)) || *p == '.')) ++p;
+  double v;
+  if (!parse_double(Span{s.b, p}, &v) || v < 0) return false;
+  Span unit{p, s.e};
+  double mult = 1e9;
+  if (unit.len() == 0 || unit.is("s")) mult = 1e9;
+  else if (unit.is("ms")) mult = 1e6;
+  else if (unit.is("us")) mult = 1e3;
+  else if (unit.is("m") || unit.is("min")) mult = 60e9;
+  else if (unit.is("h")) mult = 3600e9;
+  else return false;
+  *ns = uint64_t(v * mult);
+  return true;
+}
+
+int api_by_name(Span s) {
+  for (int i = 0; i < kApiCount; ++i)
+    if (s.is(kApis[i].name)) return i;
+  return -1;
+}
+
+bool lookup_error(Span s, trace::Library lib, int32_t* code) {
+  int64_t n;
+  if (parse_i64(s, &n)) {
+    if (n <= 0 || n > INT32_MAX) return false;
+    *code = int32_t(n);
+    return true;
+  }
+  // Full vendor spellings are accepted too: CUDNN_STATUS_NOT_SUPPORTED.
+  Span bare = s;
+  if (bare.len() > 13 && strncmp(bare.b, "CUDNN_STATUS_", 13) == 0) bare.b += 13;
+  for (const auto& e : kErrors) {
+    if (!bare.is(e.name)) continue;
+    *code = lib == trace::Library::kCudnn ? e.cudnn : e.cudart;
+    return *code != 0;
+  }
+  return false;
+}
+
+bool known_error(Span s) {
+  int32_t c;
+  return lookup_error(s, trace::Library::kCudart, &c) || lookup_error(s, trace::Library::kCudnn, &c);
+}
+
+uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+bool parse_rule(Span text, int index, Rule* r, char* err, size_t cap) {
+  memset(r, 0, sizeof *r);
+  r->engine = -1;
+  r->device = -1;
+  r->rank = -1;
+  r->pid = -1;
+  r->probability = -1;
+  snprintf(r->name, sizeof r->name, "rule%d", index + 1);
+  size_t tl = text.len() < sizeof r->text - 1 ? text.len() : sizeof r->text - 1;
+  if (text.len() >= sizeof r->text) {
+    fail(err, cap, "fault rule %d is longer than %zu characters", index + 1, sizeof r->text - 1);
+    return false;
+  }
+  memcpy(r->text, text.b, tl);
+  r->text[tl] = 0;
+  const char* where = r->text;  // messages quote the rule
+
+  // CALLS ':' ERROR
+  const char* pos = text.b;
+  Span head;
+  next_item(&pos, text.e, ",", &head);
+  head = trim(head);
+  const char* colon = static_cast<const char*>(memchr(head.b, ':', head.len()));
+  if (colon == nullptr) {
+    fail(err, cap, "fault rule %d ('%s'): expected CALLS:ERROR at its start, for example alloc:OOM or cudnn-execute:NOT_SUPPORTED",
+         index + 1, where);
+    return false;
+  }
+  Span calls = trim(Span{head.b, colon});
+  Span error = trim(Span{colon + 1, head.e});
+  if (calls.len() == 0) {
+    fail(err, cap, "fault rule %d ('%s'): no calls named before ':'; groups: %s, or an API name", index + 1, where,
+         group_names());
+    return false;
+  }
+  const char* cp = calls.b;
+  Span one;
+  bool any_cudart = false, any_cudnn = false;
+  while (next_item(&cp, calls.e, "|", &one)) {
+    one = trim(one);
+    bool found = false;
+    for (const auto& g : kGroups) {
+      if (!one.is(g.name)) continue;
+      found = true;
+      for (int a = 0; a < kApiCount; ++a)
+        if (g.has(a)) r->apis[a / 64] |= 1ull << (a % 64);
+    }
+    if (!found) {
+      int a = api_by_name(one);
+      if (a < 0) {
+        fail(err, cap, "fault rule %d ('%s'): '%.*s' is neither a call group (%s) nor an intercepted API name", index + 1,
+             where, int(one.len()), one.b, group_names());
+        return false;
+      }
+      if (!faultable(a)) {
+        fail(err, cap, "fault rule %d ('%s'): %s cannot take faults (it is recorded only); use an allocation, copy, "
+             "synchronization, cuDNN handle, execution, finalize or search call", index + 1, where, kApis[a].name);
+        return false;
+      }
+      r->apis[a / 64] |= 1ull << (a % 64);
+    }
+  }
+  for (int a = 0; a < kApiCount; ++a) {
+    if (!(r->apis[a / 64] & (1ull << (a % 64)))) continue;
+    (kApis[a].library == trace::Library::kCudnn ? any_cudnn : any_cudart) = true;
+  }
+  if (error.len() == 0) {
+    fail(err, cap, "fault rule %d ('%s'): no error after ':'; names: OOM, NOT_SUPPORTED, NOT_SUPPORTED_SHAPE, BAD_PARAM, "
+         "INTERNAL_ERROR, EXECUTION_FAILED, or a number", index + 1, where);
+    return false;
+  }
+  if (!known_error(error)) {
+    fail(err, cap, "fault rule %d ('%s'): unknown error '%.*s'; names: OOM, NOT_SUPPORTED, NOT_SUPPORTED_SHAPE, "
+         "NOT_SUPPORTED_LAYOUT, BAD_PARAM, INTERNAL_ERROR, EXECUTION_FAILED, NOT_INITIALIZED, or a positive number",
+         index + 1, where, int(error.len()), error.b);
+    return false;
+  }
+  if (any_cudart && !lookup_error(error, trace::Library::kCudart, &r->cudart_code)) {
+    fail(err, cap, "fault rule %d ('%s'): %.*s has no CUDA runtime equivalent, and the rule names CUDA runtime calls; "
+         "use OOM, NOT_SUPPORTED, BAD_PARAM, INTERNAL_ERROR, EXECUTION_FAILED or a cudaError_t number",
+         index + 1, where, int(error.len()), error.b);
+    return false;
+  }
+  if (any_cudnn && !lookup_error(error, trace::Library::kCudnn, &r->cudnn_code)) {
+    fail(err, cap, "fault rule %d ('%s'): %.*s has no cuDNN equivalent", index + 1, where, int(error.len()), error.b);
+    return false;
+  }
+
+  // KEY OP VALUE, ...
+  Span item;
+  while (next_item(&pos, text.e, ",", &item)) {
+    item = trim(item);
+    if (item.len() == 0) continue;
+    const char* op = item.b;
+    while (op < item.e && (isalnum(uint8_t(*op)) || *op == '-' || *op == '_')) ++op;
+    Span key{item.b, op};
+    Span oper{op, op};
+    while (oper.e < item.e && strchr("=<>~", *oper.e)) ++oper.e;
+    Span val = trim(Span{oper.e, item.e});
+    char value[300];
+    if (!unescape(val, value, sizeof value)) {
+      fail(err, cap, "fault rule %d ('%s'): the value of '%.*s' is too long", index + 1, where, int(key.len()), key.b);
+      return false;
+    }
+    Span v{value, value + strlen(value)};
+    auto bad = [&](const char* what) {
+      fail(err, cap, "fault rule %d ('%s'): '%.*s': %s", index + 1, where, int(item.len()), item.b, what);
+      return false;
+    };
+    bool eq = oper.is("=");
+    if (key.len() == 0) return bad("expected KEY=VALUE");
+    if (key.is("size") || key.is("min-size")) {
+      if (!(key.is("size") ? oper.is(">=") : eq)) return bad("write size>=BYTES (or min-size=BYTES)");
+      if (!parse_bytes(v.b, v.len(), &r->min_size)) return bad("not a byte count (1024, 64MiB, 1.5GiB, 2GB)");
+    } else if (key.is("problem")) {
+      if (oper.is("~")) {
+        int rc = regcomp(&r->problem_re, value, REG_EXTENDED | REG_NOSUB);
+        if (rc != 0) {
+          char msg[128];
+          regerror(rc, &r->problem_re, msg, sizeof msg);
+          return bad(msg);
+        }
+        r->has_re = true;
+        r->problem_kind = kProblemRegex;
+      } else if (eq) {
+        if (v.len() == 0) return bad("an empty problem matches everything; leave the key out instead");
+        r->problem_kind = kProblemSubstring;
+        if (v.len() == 18 && v.b[0] == '0' && v.b[1] == 'x') {
+          char* end = nullptr;
+          r->problem_hash = strtoull(value + 2, &end, 16);
+          if (end && *end == 0) r->problem_kind = kProblemHash;
+        }
+      } else {
+        return bad("write problem=TEXT (a substring of the readable signature, or its 0x hash) or problem~REGEX");
+      }
+      snprintf(r->problem, sizeof r->problem, "%s", value);
+    } else if (!eq) {
+      return bad("expected KEY=VALUE");
+    } else if (key.is("name")) {
+      if (v.len() == 0 || v.len() >= sizeof r->name) return bad("a name of 1 to 47 characters");
+      for (const char* p = v.b; p < v.e; ++p)
+        if (!isalnum(uint8_t(*p)) && *p != '-' && *p != '_' && *p != '.') return bad("names use letters, digits, - _ .");
+      snprintf(r->name, sizeof r->name, "%s", value);
+    } else if (key.is("nth") || key.is("every") || key.is("first") || key.is("after") || key.is("max")) {
+      uint64_t n;
+      bool zero_ok = key.is("after");
+      if (!parse_u64(v, &n) || (n == 0 && !zero_ok)) return bad(zero_ok ? "not a whole number" : "not a whole number >= 1");
+      (key.is("nth") ? r->nth : key.is("every") ? r->every : key.is("first") ? r->first : key.is("after") ? r->after : r->max) = n;
+      if (key.is("after")) r->after = n + 1;  // stored +1 so that after=0 is distinguishable from "not given"
+    } else if (key.is("at")) {
+      const char* ap = v.b;
+      Span n;
+      while (next_item(&ap, v.e, "+", &n)) {
+        uint64_t k;
+        if (!parse_u64(trim(n), &k) || k == 0) return bad("a list of call numbers >= 1 joined by '+', for example at=3+7");
+        if (r->n_at == kMaxAt) return bad("at most 64 call numbers");
+        r->at[r->n_at++] = k;
+      }
+      if (r->n_at == 0) return bad("a list of call numbers joined by '+'");
+    } else if (key.is("p") || key.is("probability")) {
+      if (!parse_double(v, &r->probability) || r->probability < 0 || r->probability > 1) return bad("a probability in [0, 1]");
+    } else if (key.is("seed")) {
+      if (!parse_u64(v, &r->seed)) return bad("a whole number");
+    } else if (key.is("engine") || key.is("algo")) {
+      if (!parse_i64(v, &r->engine) || r->engine < 0) return bad("an engine global index (or legacy algorithm) >= 0");
+    } else if (key.is("device") || key.is("rank")) {
+      int64_t n;
+      if (!parse_i64(v, &n) || n < 0 || n > 1 << 20) return bad("a number >= 0");
+      (key.is("device") ? r->device : r->rank) = int32_t(n);
+    } else if (key.is("pid")) {
+      if (!parse_i64(v, &r->pid) || r->pid <= 0) return bad("a process id");
+    } else if (key.is("comm") || key.is("process")) {
+      if (v.len() == 0 || v.len() >= sizeof r->comm) return bad("a command name of 1 to 63 characters");
+      snprintf(r->comm, sizeof r->comm, "%s", value);
+    } else if (key.is("from") || key.is("until")) {
+      uint64_t ns;
+      if (!parse_duration(v, &ns)) return bad("a time since the process started: 30, 30s, 1500ms, 2m");
+      (key.is("from") ? r->from_ns : r->until_ns) = ns;
+    } else if (key.is("scope")) {
+      if (v.is("process")) r->scope = kScopeProcess;
+      else if (v.is("thread")) r->scope = kScopeThread;
+      else return bad("scope=process (calls counted over the process) or scope=thread (counted per thread)");
+    } else {
+      return bad("unknown key; keys: name, nth, every, first, after, at, p, seed, max, size>=, problem=, problem~, "
+                 "engine, device, rank, pid, comm, from, until, scope");
+    }
+  }
+  if (r->until_ns != 0 && r->until_ns <= r->from_ns) {
+    fail(err, cap, "fault rule %d ('%s'): 'until' must come after 'from'", index + 1, where);
+    return false;
+  }
+  if (r->seed != 0 && r->probability < 0) {
+    fail(err, cap, "fault rule %d ('%s'): a seed without p=PROBABILITY does nothing", index + 1, where);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+const char* group_names() {
+  return "alloc, host-alloc, memcpy, sync, cudnn-create, cudnn-execute, cudnn-finalize, cudnn-find, cudnn-legacy-exec";
+}
+
+bool error_code(const char* name, trace::Library lib, int32_t* code) {
+  return lookup_error(Span{name, name + strlen(name)}, lib, code);
+}
+
+bool parse_bytes(const char* s, size_t len, uint64_t* out) {
+  Span sp = trim(Span{s, s + len});
+  const char* p = sp.b;
+  while (p < sp.e && (isdigit(uint8_t(*p)) || *p == '.')) ++p;
+  double v;
+  if (!parse_double(Span{sp.b, p}, &v) || v < 0) return false;
+  Span unit = trim(Span{p, sp.e});
+  double mult;
+  if (unit.len() == 0 || unit.is("B")) mult = 1;
+  else if (unit.is("K") || unit.is("KiB")) mult = 1024.0;
+  else if (unit.is("M") || unit.is("MiB")) mult = 1024.0 * 1024;
+  else if (unit.is("G") || unit.is("GiB")) mult = 1024.0 * 1024 * 1024;
+  else if (unit.is("T") || unit.is("TiB")) mult = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit.is("KB")) mult = 1e3;
+  else if (unit.is("MB")) mult = 1e6;
+  else if (unit.is("GB")) mult = 1e9;
+  else if (unit.is("TB")) mult = 1e12;
+  else return false;
+  double b = v * mult;
+  if (b >= 1.8e19) return false;
+  *out = uint64_t(b);
+  return true;
+}
+
+bool parse_plan(const char* text, Plan* plan, char* err, size_t err_cap) {
+  memset(plan, 0, sizeof *plan);
+  if (text == nullptr) return true;
+  const char* end = text + strlen(text);
+  const char* pos = text;
+  Span item;
+  while (next_item(&pos, end, ";\n", &item)) {
+    item = trim(item);
+    if (item.len() == 0 || *item.b == '#') continue;
+    if (plan->n == kMaxRules) {
+      fail(err, err_cap, "a fault plan holds at most %d rules", kMaxRules);
+      free_plan(plan);
+      return false;
+    }
+    Rule& r = plan->rules[plan->n];
+    if (!parse_rule(item, plan->n, &r, err, err_cap)) {
+      if (r.has_re) regfree(&r.problem_re);
+      free_plan(plan);
+      return false;
+    }
+    for (int i = 0; i < plan->n; ++i) {
+      if (strcmp(plan->rules[i].name, r.name) != 0) continue;
+      fail(err, err_cap, "fault rules %d and %d are both named '%s'; names must differ", i + 1, plan->n + 1, r.name);
+      if (r.has_re) regfree(&r.problem_re);
+      free_plan(plan);
+      return false;
+    }
+    if (r.problem_kind == kProblemSubstring || r.problem_kind == kProblemRegex) plan->uses_problem_text = true;
+    ++plan->n;
+  }
+  return true;
+}
+
+void free_plan(Plan* plan) {
+  for (int i = 0; i < plan->n; ++i)
+    if (plan->rules[i].has_re) regfree(&plan->rules[i].problem_re);
+  plan->n = 0;
+}
+
+bool parse_mem_cap(const char* text, MemCap* cap, char* err, size_t err_cap) {
+  memset(cap, 0, sizeof *cap);
+  const char* end = text + strlen(text);
+  const char* pos = text;
+  Span item;
+  while (next_item(&pos, end, ",", &item)) {
+    item = trim(item);
+    if (item.len() == 0) continue;
+    int slot = kCapDevices;
+    const char* eq = static_cast<const char*>(memchr(item.b, '=', item.len()));
+    Span limit = item;
+    if (eq != nullptr) {
+      Span dev = trim(Span{item.b, eq});
+      uint64_t d;
+      if (!dev.is("all")) {
+        if (!parse_u64(dev, &d) || d >= uint64_t(kCapDevices)) {
+          fail(err, err_cap, "memory cap '%.*s': '%.*s' is not a device index (0..%d) or 'all'", int(item.len()), item.b,
+               int(dev.len()), dev.b, kCapDevices - 1);
+          return false;
+        }
+        slot = int(d);
+      }
+      limit = trim(Span{eq + 1, item.e});
+    }
+    if (limit.len() > 1 && limit.e[-1] == '%') {
+      double pct;
+      if (!parse_double(Span{limit.b, limit.e - 1}, &pct) || pct <= 0 || pct > 100) {
+        fail(err, err_cap, "memory cap '%.*s': a percentage must be in (0, 100]", int(item.len()), item.b);
+        return false;
+      }
+      cap->fraction[slot] = pct / 100.0;
+    } else if (!parse_bytes(limit.b, limit.len(), &cap->bytes[slot]) || cap->bytes[slot] == 0) {
+      fail(err, err_cap, "memory cap '%.*s': expected BYTES (8GiB, 8000MB, 8589934592) or PERCENT (25%%), optionally "
+           "DEVICE=... per device", int(item.len()), item.b);
+      return false;
+    }
+    cap->any = true;
+  }
+  if (!cap->any) {
+    fail(err, err_cap, "memory cap is empty: give BYTES or PERCENT, for example 8GiB or 25%%");
+    return false;
+  }
+  return true;
+}
+
+bool draw(const Rule& r, int rule_index, uint64_t k) {
+  if (r.probability < 0) return true;
+  uint64_t h = splitmix(splitmix(r.seed ^ (uint64_t(rule_index + 1) << 48)) ^ k);
+  double u = double(h >> 11) * (1.0 / 9007199254740992.0);
+  return u < r.probability;
+}
+
+bool triggers_fire(const Rule& r, int rule_index, uint64_t k) {
+  if (r.nth && k != r.nth) return false;
+  if (r.every && k % r.every != 0) return false;
+  if (r.first && k > r.first) return false;
+  if (r.after && k < r.after) return false;  // after holds n+1: fires from call n+1 on
+  if (r.n_at) {
+    bool hit = false;
+    for (int i = 0; i < r.n_at && !hit; ++i) hit = r.at[i] == k;
+    if (!hit) return false;
+  }
+  return draw(r, rule_index, k);
+}
+
+}  // namespace cuprobe::faults

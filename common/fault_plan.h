@@ -1,0 +1,95 @@
+// The fault plan: which intercepted calls fail on purpose, with which error, and when.
+//
+// One parser, used by the shim (CUPROBE_FAULTS, CUPROBE_MEM_CAP) and by `cuprobe record`
+// (which checks a plan before the job starts), so both read a plan the same way. Plain C++
+// over fixed-size structures: the shim links no C++ runtime. docs/faults.md has the syntax.
+//
+//   RULE  := CALLS ':' ERROR { ',' KEY OP VALUE }          rules separated by ';' or newlines
+//   CALLS := NAME { '|' NAME }       a group (alloc, cudnn-execute, ...) or an API name
+//   ERROR := a name (NOT_SUPPORTED, OOM, ...) or a number
+#pragma once
+
+#include <regex.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api.h"
+
+namespace cuprobe::faults {
+
+inline constexpr int kMaxRules = 32;
+inline constexpr int kMemCapRule = kMaxRules;  // the rule index of allocations the memory cap refused
+inline constexpr int kRuleSlots = kMaxRules + 1;
+inline constexpr int kMaxAt = 64;
+inline constexpr int kApiWords = (kApiCount + 63) / 64;
+inline constexpr int kCapDevices = 32;  // devices a memory cap can name; the last slot: every device
+
+enum ProblemMatch : uint8_t { kProblemAny = 0, kProblemSubstring, kProblemRegex, kProblemHash };
+enum Scope : uint8_t { kScopeProcess = 0, kScopeThread = 1 };
+
+struct Rule {
+  char name[48];
+  char text[512];  // the rule as written (trimmed), for the trace and for replays
+  uint64_t apis[kApiWords];
+  int32_t cudart_code;  // what a CUDA runtime call returns (0: the rule names no such call)
+  int32_t cudnn_code;   // what a cuDNN call returns
+  // Filters: a call that fails one is not counted by this rule.
+  uint64_t min_size;  // bytes; 0 = any
+  uint8_t problem_kind;
+  char problem[256];
+  uint64_t problem_hash;
+  regex_t problem_re;
+  bool has_re;
+  int64_t engine;  // -1 = any (legacy calls: the algorithm)
+  int32_t device;  // -1 = any
+  int32_t rank;    // -1 = any
+  int64_t pid;     // -1 = any
+  char comm[64];   // "" = any
+  uint64_t from_ns, until_ns;  // since the process started; until_ns 0 = no end
+  // Triggers over k, the 1-based count of calls this rule matched (per process or per thread).
+  uint64_t nth, every, first, after;  // 0 = not given
+  uint64_t at[kMaxAt];
+  int n_at;
+  double probability;  // < 0: not given
+  uint64_t seed;
+  uint64_t max;  // 0 = no limit
+  uint8_t scope;
+};
+
+struct MemCap {
+  bool any;
+  uint64_t bytes[kCapDevices + 1];  // 0 = no cap on that device
+  double fraction[kCapDevices + 1]; // 0 = none; of the device's total memory
+};
+
+struct Plan {
+  int n;
+  Rule rules[kMaxRules];
+  bool uses_problem_text;  // some rule matches problems by substring or regex
+};
+
+// Parses a whole plan. On failure returns false and writes a message naming the rule and the
+// part that is wrong into err; *plan is then empty (and needs no free_plan).
+bool parse_plan(const char* text, Plan* plan, char* err, size_t err_cap);
+void free_plan(Plan* plan);
+
+// "8GiB", "50%", "0=8GiB,1=20GiB" (device=limit), "all=8GiB".
+bool parse_mem_cap(const char* text, MemCap* cap, char* err, size_t err_cap);
+
+// "1024", "64MiB", "1.5GiB", "2GB" (powers of 1000), "1G" (GiB).
+bool parse_bytes(const char* s, size_t len, uint64_t* out);
+
+// Does the call with the k-th match of rule r fire (probability part only; deterministic)?
+bool draw(const Rule& r, int rule_index, uint64_t k);
+
+// Triggers other than max: does the k-th matched call fire?
+bool triggers_fire(const Rule& r, int rule_index, uint64_t k);
+
+// Named error codes: "NOT_SUPPORTED" -> 3000 for cuDNN; *ok false when the name has no value
+// for that library. Exposed for tests and for `cuprobe record --help`.
+bool error_code(const char* name, trace::Library lib, int32_t* code);
+
+// Names of the call groups, for messages and help: "alloc, host-alloc, ...".
+const char* group_names();
+
+}  // namespace cuprobe::faults

@@ -1,0 +1,59 @@
+// Fault mode in the shim: the plan from CUPROBE_FAULTS and the memory cap from CUPROBE_MEM_CAP
+// (common/fault_plan.h), decided for each faultable call before the real function would run.
+//
+// Decisions depend only on the plan, the call's own properties (API, size, problem, engine,
+// device) and a counter per rule (per process, or per thread with scope=thread); probabilities
+// are a hash of (seed, rule, match number), never a shared random stream or the clock — so a
+// program that makes the same calls gets the same faults. The hot path of a faultable call
+// pays one load and a predicted branch while no plan is loaded.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api.h"
+#include "recorder.h"
+
+namespace cuprobe::shim {
+
+extern bool g_faults_on;  // a plan with live rules, or a memory cap, is in force
+extern bool g_cap_on;     // a memory cap is in force
+
+// What a faultable call is, as far as a rule can ask.
+struct FaultCtx {
+  uint64_t size = 0;          // bytes requested (allocations)
+  uint32_t problem_sid = 0;   // interned readable problem signature, 0 unknown
+  uint64_t problem_hash = 0;  // 0 unknown
+  int64_t engine = -1;        // backend engine global index or legacy algorithm, -1 unknown
+  int device = -1;
+  bool cap_checked = false;   // an allocation the memory cap weighs
+};
+
+struct FaultHit {
+  int rule = -1;
+  uint64_t k = 0;      // match number of the call for that rule
+  int32_t code = 0;    // the error the caller gets
+  int cap_device = -1; // the memory cap reserved `size` bytes on this device for the call
+};
+
+// Reads the plan and the cap (once per process, at configuration).
+void faults_configure();
+// A forked child counts its own calls from zero.
+void faults_after_fork();
+// Writes the FaultRule records into a new trace file.
+void write_fault_records();
+// Learns which problem-text rules a newly interned string matches.
+void faults_on_new_string(uint32_t id, const char* text, size_t len);
+
+// Decides a faultable call; true when it must be replaced by hit->code. When the memory cap
+// weighed an allocation and let it through, hit->cap_device says where its bytes were
+// reserved: the caller reports the outcome with cap_settle.
+bool fault_decide(ThreadState& t, ApiId api, trace::Library lib, const FaultCtx& c, FaultHit* hit);
+void cap_settle(const FaultHit& hit, uint64_t size, bool ok, const void* ptr);
+void cap_note_free(const void* ptr);
+void cap_adjust_meminfo(int device, size_t* free_bytes, size_t* total);
+
+// The fault word of a call record (trace_format.h kCallInjected).
+inline uint64_t fault_word(const FaultHit& h) { return uint64_t(uint16_t(h.rule)) | (h.k << 16); }
+
+}  // namespace cuprobe::shim
