@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include "api.h"
 #include "clock.h"
 #include "faults.h"
@@ -158,6 +160,7 @@ struct Interceptor<kApi, Ret (*)(A...)> {
           // Replaces the call: nothing runs, nothing is allocated.
           Ret ret = Ret(hit.code);
           if constexpr (kCudart) t.injected_error = hit.code;
+          if constexpr (kDeviceAlloc || (kInfo.flags & trace::kApiHostAlloc) != 0) clear_allocation(a...);
           write(t, ret, now_ticks(), 0, &hit, a...);
           t.mode = kThreadReady;
           return ret;
@@ -202,6 +205,16 @@ struct Interceptor<kApi, Ret (*)(A...)> {
       FaultProbe<kSig>::describe(t, c, a...);
     }
   }
+
+  // A failed cudaMalloc leaves *devPtr NULL (seen on the real runtime, docs/validation.md);
+  // an injected failure of an allocation does the same.
+  template <typename First, typename... Rest>
+  static void clear_allocation(First first, Rest...) {
+    if constexpr (std::is_same_v<First, void**>) {
+      if (first != nullptr) *first = nullptr;
+    }
+  }
+  static void clear_allocation() {}
 
   // The runtime's last-error state after a call, with an injected error the real runtime does
   // not know about: reported (and, by cudaGetLastError, cleared) as the most recent error; a

@@ -148,6 +148,7 @@ std::string candidate_json(const reader::SearchCandidate& c) {
   j.inum("executions", c.executions);
   if (c.time_ms >= 0) j.dbl("time_ms", c.time_ms);
   if (c.notes) j.hex("notes", c.notes);
+  if (c.injected) j.raw("injected", "true");
   return std::string(j.finish());
 }
 

@@ -129,6 +129,7 @@ void SearchTracker::on_event(const Event& e) {
         c.workspace = u(e, f.workspace);
         c.notes = uint32_t(u(e, f.notes));
         c.build_status = e.ret;
+        if (e.injected()) c.injected = true;
         if (e.ret != 0) ep.rec.plans_rejected++;
         ep.by_plan[c.plan] = ep.rec.candidates.size();
         ep.rec.candidates.push_back(c);
@@ -148,6 +149,7 @@ void SearchTracker::on_event(const Event& e) {
       bool rerun_after_timing = ep.timed && c.time_ms >= 0;
       c.executions++;
       c.exec_status = e.ret;
+      if (e.injected()) c.injected = true;
       c.last_exec_ns = e.ts_ns;
       ep.last_executed = int(it->second);
       if (ep.first_ok < 0) ep.rec.end_ns = e.ts_ns;

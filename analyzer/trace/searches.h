@@ -42,6 +42,7 @@ struct SearchCandidate {
   uint64_t last_exec_ns = 0;
   double time_ms = -1;   // measured time (min over timed runs), -1 when not timed
   uint32_t notes = 0;    // numerical notes bits
+  bool injected = false; // a failure of this candidate was made by cuprobe's fault mode
 };
 
 struct SearchRecord {

@@ -131,7 +131,10 @@ cudaError_t allocate(void** out, size_t size) {
   if (out == nullptr) return cudaErrorInvalidValue;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  if (s.live[t_device] + size > s.mem) return cudaErrorMemoryAllocation;
+  if (s.live[t_device] + size > s.mem) {
+    *out = nullptr;  // as the real runtime leaves it (docs/validation.md)
+    return cudaErrorMemoryAllocation;
+  }
   uintptr_t p = s.next_addr;
   s.next_addr += (size + 511) & ~uintptr_t(511);
   if (size == 0) s.next_addr += 512;

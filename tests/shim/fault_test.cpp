@@ -134,7 +134,7 @@ TEST(Faults, AnInjectedCallRunsNothingAndTheErrorStateMatchesTheRuntime) {
   };
   EXPECT_EQ(free_of(run.out[0]) - free_of(run.out[2]), 4096u);
   EXPECT_EQ(free_of(run.out[2]), free_of(run.out[4])) << "the injected cudaMalloc allocated nothing";
-  EXPECT_EQ(run.out[3], "malloc 4096 2 kept");
+  EXPECT_EQ(run.out[3], "malloc 4096 2 null");
   EXPECT_EQ(run.out[5], "peek 2");
   EXPECT_EQ(run.out[6], "peek 2") << "peek leaves the error in place";
   EXPECT_EQ(run.out[7], "last 2");
@@ -158,7 +158,7 @@ TEST(Faults, AnInjectedCallRunsNothingAndTheErrorStateMatchesTheRuntime) {
   Traced newer = probe("state3", {"--fault", "sync:EXECUTION_FAILED"}, {"malloc:99999999999999", "sync", "last", "last"},
                     {{"FAKECUDA_MEM", "1000"}});
   ASSERT_EQ(newer.out.size(), 4u) << newer.r.out << newer.r.err;
-  EXPECT_EQ(newer.out[0], "malloc 99999999999999 2 kept");
+  EXPECT_EQ(newer.out[0], "malloc 99999999999999 2 null");
   EXPECT_EQ(newer.out[1], "sync 719");
   EXPECT_EQ(newer.out[2], "last 719");
   EXPECT_EQ(newer.out[3], "last 0");
@@ -168,9 +168,9 @@ TEST(Faults, ErrorKindsReachTheCaller) {
   struct Case {
     std::string rule, step;
     std::string want;
-  } cases[] = {{"alloc:OOM", "malloc:8", "malloc 8 2 kept"},
-               {"cudaMallocAsync:OOM", "async:8", "async 8 2 kept"},
-               {"host-alloc:OOM", "host:8", "host 8 2 kept"},
+  } cases[] = {{"alloc:OOM", "malloc:8", "malloc 8 2 null"},
+               {"cudaMallocAsync:OOM", "async:8", "async 8 2 null"},
+               {"host-alloc:OOM", "host:8", "host 8 2 null"},
                {"sync:INTERNAL_ERROR", "sync", "sync 999"},
                {"memcpy:BAD_PARAM", "memcpy:64", "memcpy 64 1"},
                {"cudaDeviceSynchronize:NOT_SUPPORTED", "sync", "sync 801"},
@@ -190,11 +190,11 @@ TEST(Faults, MemoryCapRefusesWhatWouldExceedItAndShrinksMemGetInfo) {
   ASSERT_EQ(run.out.size(), 9u) << run.r.out;
   EXPECT_EQ(run.out[0], "meminfo 0 10000 10000");
   EXPECT_EQ(run.out[2], "meminfo 0 4000 10000");
-  EXPECT_EQ(run.out[3], "malloc 6000 2 kept");
+  EXPECT_EQ(run.out[3], "malloc 6000 2 null");
   EXPECT_EQ(run.out[4], "last 2");
   EXPECT_EQ(run.out[6], "async 6000 0 set") << "a free gives its bytes back to the cap";
   EXPECT_EQ(run.out[7], "meminfo 0 4000 10000");
-  EXPECT_EQ(run.out[8], "malloc 5000 2 kept");
+  EXPECT_EQ(run.out[8], "malloc 5000 2 null");
   json cap = run.rule("mem-cap");
   ASSERT_FALSE(cap.is_null());
   EXPECT_EQ(cap["index"], 32);
@@ -206,7 +206,7 @@ TEST(Faults, MemoryCapRefusesWhatWouldExceedItAndShrinksMemGetInfo) {
                   {{"FAKECUDA_MEM", "1000"}});
   ASSERT_EQ(pct.out.size(), 4u) << pct.r.out << pct.r.err;
   EXPECT_EQ(pct.out[0], "meminfo 0 500 500");
-  EXPECT_EQ(pct.out[1], "malloc 600 2 kept");
+  EXPECT_EQ(pct.out[1], "malloc 600 2 null");
   EXPECT_EQ(pct.out[3], "malloc 600 0 set") << "device 1 has no cap";
 }
 
@@ -366,6 +366,21 @@ TEST(Faults, AnalyzeSummarizesWhatTheApplicationDidNext) {
   ASSERT_EQ(a.size(), 2u);
   EXPECT_EQ(a[0]["outcomes"]["retried the same call"], 1) << a.dump();
   EXPECT_EQ(a[1]["outcomes"]["freed memory and retried"], 1) << a.dump();
+
+  for (const auto& finding : analyze_json(alloc.dir)["findings"]) {
+    EXPECT_NE(finding["rule"], "oom-postmortem") << "a fault rule's OOM is the fault summary's: " << finding.dump();
+  }
+  // Every execution of a problem fails on purpose: the failed search is not reported as cuDNN's.
+  Traced hopeless = record_with("an_hopeless", {"--fault", "cudnn-execute:EXECUTION_FAILED,problem=x[8\\,"}, search);
+  EXPECT_EQ(hopeless.r.status, 1);
+  json h = analyze_json(hopeless.dir);
+  EXPECT_EQ(h["summary"]["faults"][0]["outcomes"]["stopped"], 1) << h.dump();
+  for (const auto& finding : h["findings"]) EXPECT_NE(finding["rule"], "unsupported-config") << finding.dump();
+
+  Traced smaller = probe("an_smaller", {"--fault", "alloc:OOM,size>=1000"}, {"malloc:4000", "malloc:2000", "malloc:10"});
+  json sm = analyze_json(smaller.dir)["summary"]["faults"];
+  EXPECT_EQ(sm[0]["outcomes"]["retried with a smaller size"], 1) << sm.dump();  // 4000 -> 2000, as cuDNN halving
+  EXPECT_EQ(sm[0]["outcomes"]["went on to other work"], 1) << sm.dump();        // 2000 -> 10: gave up on it
 
   Traced stop = probe("an_stop", {"--fault", "sync:EXECUTION_FAILED"}, {"sync", "malloc:1"});
   json s = analyze_json(stop.dir)["summary"]["faults"];

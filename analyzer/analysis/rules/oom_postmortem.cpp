@@ -15,7 +15,13 @@ namespace {
 // selection moves on to the next plan when a workspace cannot be had; both are recoveries.
 void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit) {
   for (const ProcessFacts& p : all.processes) {
-    if (!p.ooms.empty()) {
+    // Failures a fault rule made belong to the fault summary; the memory cap's stand for a smaller
+    // device and are explained here like genuine ones.
+    std::vector<OomEvent> ooms;
+    for (const OomEvent& x : p.ooms) {
+      if (x.injected_by.empty() || x.injected_by == "mem-cap") ooms.push_back(x);
+    }
+    if (!ooms.empty()) {
       // A request is a failure and, when PyTorch retried it after freeing its cache, the retry;
       // the retry's moment (after the flush) is what the application's error describes.
       struct Request {
@@ -23,7 +29,7 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
         const OomEvent* last;
       };
       std::vector<Request> reqs;
-      for (const OomEvent& x : p.ooms) {
+      for (const OomEvent& x : ooms) {
         if (x.is_retry && !reqs.empty()) reqs.back().last = &x;
         else reqs.push_back({&x, &x});
       }
@@ -78,8 +84,6 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
                                human_bytes(cap->second), human_bytes(total),
                                fatal ? ", and the process did no more work after it" : ", recovered each time");
         total = cap->second;
-      } else if (!o.injected_by.empty()) {
-        headline = fmt::format("injected by fault rule '{}': {}", o.injected_by, headline);
       }
       nlohmann::json largest = nlohmann::json::array();
       std::string largest_text;
@@ -88,7 +92,7 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
         largest_text += fmt::format("{}{} ({})", largest_text.empty() ? "" : ", ", human_bytes(a.size), a.purpose);
       }
       nlohmann::json failures = nlohmann::json::array();
-      for (const OomEvent& x : p.ooms) {
+      for (const OomEvent& x : ooms) {
         failures.push_back({{"ts_ns", x.ts_ns},
                             {"tid", x.tid},
                             {"api", x.api},
@@ -117,7 +121,7 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
                            {"frees_before", o.frees_before},
                            {"calls_after", o.calls_after},
                            {"failed_requests", requests},
-                           {"failed_calls", p.ooms.size()},
+                           {"failed_calls", ooms.size()},
                            {"others", others},
                            {"during_plan_selection", o.search_problem},
                            {"failures", failures}};

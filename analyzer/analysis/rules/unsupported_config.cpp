@@ -75,6 +75,8 @@ void unsupported_config(const RuleSpec& spec, const AllFacts& all, const Emit& e
     int hopeless = 0;
     for (const auto& s : p.searches) {
       if (s.winner >= 0 || s.candidates.empty()) continue;
+      // A search that failed because cuprobe failed its candidates on purpose is the fault summary's.
+      if (std::any_of(s.candidates.begin(), s.candidates.end(), [](const auto& c) { return c.injected; })) continue;
       bool all_failed = true;
       for (const auto& c : s.candidates) all_failed = all_failed && (c.build_status != 0 || (c.exec_status > 0));
       hopeless += all_failed ? 1 : 0;

@@ -65,7 +65,8 @@ void workspace_blowup(const RuleSpec& spec, const AllFacts& all, const Emit& emi
       if (problems.size() < 5) problems.push_back(s.problem + ": " + reason);
     }
     int ooms_after = 0;
-    for (const auto& o : p.ooms) ooms_after += o.search_problem.empty() ? 0 : 1;
+    // Failures a fault rule made are not the workspace's doing; the memory cap's are (a smaller device).
+    for (const auto& o : p.ooms) ooms_after += o.search_problem.empty() || (!o.injected_by.empty() && o.injected_by != "mem-cap") ? 0 : 1;
     if (items.empty() && ooms_after == 0) continue;
     nlohmann::json ev = {{"process", process_label(p)},
                          {"problems", items.size()},
