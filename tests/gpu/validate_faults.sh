@@ -5,7 +5,8 @@
 # on the GPU machine:
 #   tests/gpu/validate_faults.sh BUILD_DIR OUT_DIR
 # Prints a summary (also OUT_DIR/faults.log); reports, job outputs and traces go to
-# OUT_DIR/faults.tar.gz.
+# OUT_DIR/faults.tar.gz. ONLY_LATER=1 runs only the determinism and cost sections; SKIP_BENCH=1
+# leaves out the cost.
 set -uo pipefail
 build="$(cd "${1:?build dir}" && pwd)"
 out="$(mkdir -p "${2:?out dir}" && cd "$2" && pwd)"
@@ -19,6 +20,7 @@ section() { echo; echo "== $* ($(date -u +%T))"; }
   nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
   python3 -c 'import torch; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version())'
 
+  if [ -z "${ONLY_LATER:-}" ]; then
   section "what the real runtime leaves in *devPtr when cudaMalloc fails, and what an injected failure leaves"
   cat >"$work/ptr.py" <<'PY'
 import ctypes, torch
@@ -64,13 +66,15 @@ for l in sys.stdin:
     print("  ", s["mode"], "candidates", len(s["candidates"]), "failed", sum(1 for c in s["candidates"] if c["exec_status"] not in (0, -1)),
           "winner engine", w and w["engine"], "knobs", w and w["knobs"])'
   done
+  fi  # ONLY_LATER
 
   section "determinism: the same seeded plan twice on PyTorch"
+  injected_calls='import sys, json
+print(" ".join("{}#{}:{}".format(j["api"], j["fault_k"], j.get("size", "")) for j in map(json.loads, sys.stdin)))'
   for i in 1 2; do
-    "$cuprobe" record -q -o "$work/seeded$i" --fault "alloc:OOM,p=0.2,seed=5,name=seeded" -- \
+    "$cuprobe" record -q -o "$work/seeded$i" --fault "alloc:OOM,p=0.25,seed=9,name=seeded" -- \
       python3 examples/pytorch/chaos_train.py --steps 3 >"$work/seeded$i.out" 2>&1
-    "$cuprobe" dump "$work/seeded$i" | grep '"injected"' | python3 -c 'import sys, json
-print(" ".join(f"{j[\"api\"]}#{j[\"fault_k\"]}:{j[\"size\"]}" for j in map(json.loads, sys.stdin)))' >"$work/seeded$i.faults"
+    "$cuprobe" dump "$work/seeded$i" | grep '"type":"call"' | grep '"injected"' | python3 -c "$injected_calls" >"$work/seeded$i.faults"
     echo "run $i: $(cat "$work/seeded$i.faults") | $(grep result: "$work/seeded$i.out")"
   done
   cmp -s "$work/seeded1.faults" "$work/seeded2.faults" && echo "same injected calls in both runs" || echo "RUNS DIFFER"
@@ -79,7 +83,7 @@ print(" ".join(f"{j[\"api\"]}#{j[\"fault_k\"]}:{j[\"size\"]}" for j in map(json.
     section "shim cost per call with and without a fault plan (bench/overhead.sh)"
     for plan in "" "cudnn-execute:NOT_SUPPORTED" "sync:EXECUTION_FAILED,nth=999999999999"; do
       echo "plan: '${plan:-none}'"
-      CUPROBE_FAULTS="$plan" bench/overhead.sh "$build" | grep -E "call|StreamSynchronize +1 |MemGetInfo|LaunchKernel +1 "
+      CUPROBE_FAULTS="$plan" LD_LIBRARY_PATH="$build/extra-libs" bench/overhead.sh "$build" | grep -E "call|StreamSynchronize +1 |MemGetInfo|LaunchKernel +1 "
     done
   fi
 } 2>&1 | tee "$out/faults.log"
