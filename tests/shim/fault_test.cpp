@@ -367,7 +367,8 @@ TEST(Faults, AnalyzeSummarizesWhatTheApplicationDidNext) {
   EXPECT_EQ(a[0]["outcomes"]["retried the same call"], 1) << a.dump();
   EXPECT_EQ(a[1]["outcomes"]["freed memory and retried"], 1) << a.dump();
 
-  for (const auto& finding : analyze_json(alloc.dir)["findings"]) {
+  json alloc_report = analyze_json(alloc.dir);
+  for (const auto& finding : alloc_report["findings"]) {
     EXPECT_NE(finding["rule"], "oom-postmortem") << "a fault rule's OOM is the fault summary's: " << finding.dump();
   }
   // Every execution of a problem fails on purpose: the failed search is not reported as cuDNN's.

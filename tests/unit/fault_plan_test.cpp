@@ -69,7 +69,9 @@ TEST(FaultPlan, ErrorNamesMapPerLibrary) {
   for (const auto& c : cases) {
     int32_t code = -1;
     EXPECT_EQ(error_code(c.name, trace::Library::kCudart, &code), c.cudart != 0) << c.name;
-    if (c.cudart) EXPECT_EQ(code, c.cudart) << c.name;
+    if (c.cudart) {
+      EXPECT_EQ(code, c.cudart) << c.name;
+    }
     EXPECT_TRUE(error_code(c.name, trace::Library::kCudnn, &code)) << c.name;
     EXPECT_EQ(code, c.cudnn) << c.name;
   }
