@@ -15,6 +15,7 @@
 #include "api.h"
 #include "clock.h"
 #include "faults.h"
+#include "stacks.h"
 #include "process_info.h"
 #include "recorder.h"
 #include "resolve.h"
@@ -119,7 +120,7 @@ struct Interceptor<kApi, Ret (*)(A...)> {
   using Cap = Capture<kSig>;
   static constexpr int kArgs = field_count(Cap::kFields);
   static_assert(kArgs <= trace::kMaxCallArgs);
-  static constexpr uint32_t kMaxSize = uint32_t(sizeof(trace::CallRecord) + 8 * (kArgs + 3));
+  static constexpr uint32_t kMaxSize = uint32_t(sizeof(trace::CallRecord) + 8 * (kArgs + 4));
   static constexpr bool kCounted = (kInfo.flags & trace::kApiCounted) != 0;
   static constexpr bool kQuiet = (kInfo.flags & trace::kApiQuiet) != 0;
   static constexpr bool kFaultable = (kInfo.flags & trace::kApiFaultable) != 0;
@@ -230,8 +231,23 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     }
   }
 
+  // Which events carry their call stack (stacks.h): failed and injected calls; in alloc mode also
+  // device allocations from the size threshold up and the start of a cuDNN plan selection (an
+  // operation graph finalized, a legacy algorithm query or search); in all mode every event.
+  static bool wants_stack(Ret ret, const FaultHit* fault, const uint64_t* fields) {
+    if (g_stack_mode == kStacksAll || !Traits::ok(ret) || fault->rule >= 0) return true;
+    if (g_stack_mode != kStacksAlloc) return false;
+    if constexpr (kDeviceAlloc && kSizeField >= 0) return fields[kSizeField] >= g_stack_min_bytes;
+    if constexpr ((kInfo.flags & trace::kApiAlgoSearch) != 0) return true;
+    if constexpr (kSig == ApiId::cudnnBackendFinalize) {
+      constexpr int kKind = field_pos(Cap::kFields, "kind");
+      return int64_t(fields[kKind]) == int64_t(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    }
+    return false;
+  }
+
   static void write(ThreadState& t, Ret ret, uint64_t start, uint64_t dur, const FaultHit* fault, A... a) {
-    uint64_t scratch[kArgs + 3];
+    uint64_t scratch[kArgs + 4];
     char* p = reserve(t, kMaxSize);
     auto* rec = reinterpret_cast<trace::CallRecord*>(p);
     // Records are appended to memory no one has written yet: ask for the lines a few records
@@ -276,6 +292,12 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     if (__builtin_expect(fault->rule >= 0, 0)) {
       tail[n++] = fault_word(*fault);
       flags |= trace::kCallInjected;
+    }
+    if (__builtin_expect(g_stack_mode != kStacksOff, 1) && wants_stack(ret, fault, tail)) {
+      if (uint32_t id = capture_stack()) {
+        tail[n++] = id;
+        flags |= trace::kCallHasStack;
+      }
     }
     uint32_t size = uint32_t(sizeof(trace::CallRecord)) + 8u * uint32_t(n);
     rec->h = trace::RecordHeader{uint8_t(trace::RecordType::kCall), flags, uint16_t(size), uint16_t(kApi),

@@ -4,6 +4,7 @@
 #include "recorder.h"
 
 #include "faults.h"
+#include "stacks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -139,6 +140,7 @@ void do_configure() {
   clock_init(getenv("CUPROBE_CLOCK"));
   fill_anchor(&g_process_start);
   faults_configure();
+  stacks_configure();
   pthread_key_create(&g_thread_key, on_thread_exit);
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   uint32_t m = env_true("CUPROBE_DISABLE") ? kProcessOff : kProcessOn;
@@ -515,6 +517,7 @@ void atfork_child() {
   reset_process_info_after_fork();
   fill_anchor(&g_process_start);
   faults_after_fork();
+  stacks_after_fork();
   pthread_mutex_init(&g_start_mutex, nullptr);
   pthread_mutex_init(&g_meta_mutex, nullptr);
   pthread_mutex_init(&g_grow_mutex, nullptr);

@@ -170,6 +170,8 @@ Result<Report> analyze(const AnalyzeOptions& options) {
   work();
   for (auto& t : pool) t.join();
 
+  reader::Symbolizer symbols(options.symbol_dirs);
+  all.symbols = &symbols;
   for (const auto& [id, spec] : rules) {
     if (!options.only_rules.empty() &&
         std::find(options.only_rules.begin(), options.only_rules.end(), id) == options.only_rules.end()) {
@@ -194,6 +196,7 @@ json findings_json(const std::vector<Finding>& findings) {
                    {"message", f.message},
                    {"evidence", f.evidence},
                    {"problems", f.problems},
+                   {"call_sites", f.call_sites},
                    {"pids", f.pids},
                    {"impact_s", f.impact_s},
                    {"fix", f.fix}});
@@ -260,6 +263,7 @@ void print_report(const Report& r, bool color, FILE* out) {
                paint("1", f.rule), f.title);
     fmt::print(out, "  {}\n", f.message);
     for (const auto& p : f.problems) fmt::print(out, "    - {}\n", p);
+    for (const auto& c : f.call_sites) fmt::print(out, "    at {}\n", c);
     if (!f.fix.empty()) fmt::print(out, "  {} {}\n", paint("32", "fix:"), f.fix);
   }
 }

@@ -18,6 +18,7 @@ struct AnalyzeOptions {
   std::vector<std::string> settings;   // RULE.PARAM=VALUE
   std::vector<std::string> only_rules; // empty: all
   int threads = 0;                     // 0: one per core
+  std::vector<std::string> symbol_dirs;  // --symbols: where else the traced binaries are
 };
 
 struct Report {

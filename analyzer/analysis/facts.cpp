@@ -43,6 +43,7 @@ struct LiveAllocation {
   uint32_t tid = 0;
   uint16_t api = 0;
   bool during_search = false;
+  uint32_t stack = 0;
   std::string search_problem;  // only while cuDNN chose a plan (rare)
 };
 
@@ -52,6 +53,7 @@ Allocation describe(const reader::Trace& trace, uint64_t ptr, const LiveAllocati
   a.size = l.size;
   a.ts_ns = l.ts_ns;
   a.tid = l.tid;
+  a.stack = l.stack;
   a.api = trace.api_name(l.api);
   a.purpose = l.during_search             ? "workspace while cuDNN chose a plan for " + l.search_problem
               : (l.size % (2u << 20)) == 0 ? "caching-allocator segment"
@@ -386,6 +388,7 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
         a.ts_ns = e.ts_ns;
         a.tid = e.tid;
         a.api = e.api;
+        a.stack = e.stack;
         if (selecting) {
           a.during_search = true;
           a.search_problem = *selecting;
@@ -410,6 +413,7 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
         o.api = v.api->name;
         o.requested = size;
         o.ret = e.ret;
+        o.stack = e.stack;
         o.live = m.live;
         o.peak = m.peak;
         std::vector<std::pair<uint64_t, const LiveAllocation*>> on_device;

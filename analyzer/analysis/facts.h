@@ -25,6 +25,7 @@ struct Allocation {
   uint32_t tid = 0;
   std::string api;
   std::string purpose;  // "search workspace for <problem>", "plan workspace", ...
+  uint32_t stack = 0;   // where it was allocated, when the trace has the stack
 };
 
 struct DeviceMemory {
@@ -55,6 +56,7 @@ struct OomEvent {
   uint64_t event_index = 0;
   std::string search_problem;          // the search in progress, when there was one
   std::string injected_by;             // the fault rule that replaced the call ("mem-cap": the memory cap)
+  uint32_t stack = 0;                  // where the failed call was made
 };
 
 // A call the fault plan replaced, and what the application did next on that thread.

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/facts.h"
+#include "trace/symbolize.h"
 #include "trace/result.h"
 
 namespace cuprobe::analysis {
@@ -47,6 +48,7 @@ struct Finding {
   std::string message;
   nlohmann::json evidence = nlohmann::json::object();
   std::vector<std::string> problems;  // problem signatures involved
+  std::vector<std::string> call_sites;  // where in the application, Python lines first
   std::vector<uint32_t> pids;
   std::string fix;
   double impact_s = 0;  // estimated time lost, for ordering
@@ -62,6 +64,7 @@ Result<bool> apply_setting(std::map<std::string, RuleSpec>& rules, const std::st
 
 struct AllFacts {
   std::vector<ProcessFacts> processes;
+  reader::Symbolizer* symbols = nullptr;  // offline symbolization of the stacks findings cite
 };
 
 using Emit = std::function<void(Finding)>;

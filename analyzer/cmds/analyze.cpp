@@ -32,6 +32,8 @@ Options:
   --set RULE.PARAM=V   change a rule's threshold, e.g. --set research-storm.min_late_searches=20
   --rule ID            run only this rule (repeatable)
   --threads N          traces read in parallel (default: one per core)
+  --symbols DIR        also look for the traced process's binaries under DIR when naming call
+                       sites (traces copied from another machine); repeatable; CUPROBE_SYMBOLS
   --color / --no-color colour the report (default: only on a terminal)
   -h, --help           this text
 
@@ -69,6 +71,8 @@ int cmd_analyze(const Args& args) {
       opt.only_rules.push_back(value());
     } else if (a == "--threads") {
       opt.threads = int(parse_count(a, value()));
+    } else if (a == "--symbols") {
+      opt.symbol_dirs.push_back(value());
     } else if (a == "--color") {
       color = 1;
     } else if (a == "--no-color") {

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "json_line.h"
+#include "trace/symbolize.h"
 #include "trace/reader.h"
 #include "trace/searches.h"
 
@@ -33,13 +34,19 @@ calls (its problem, every candidate with its measured time, the winner, the wall
 Every call line has api, ret, ts_ns, dur_ns, pid, tid and device, stream when the call has
 one, and the API's own argument fields (pointers as "0x..." strings). Frees carry the size of
 the allocation they release when the trace holds it. A call the fault plan replaced carries
-"injected" (the rule's name) and "fault_k" (its match number for that rule).
+"injected" (the rule's name) and "fault_k" (its match number for that rule). A call with a
+recorded call stack carries "stack": the id of a "stack" line, which lists the innermost Python
+frames (file, function, line) and the native frames, symbolized here from the binaries (function,
+and file:line where they have debug information).
 
 Options:
   --api NAME[,NAME...]  only calls of these APIs
   --pid PID             only this process
   --no-events           process, count and crash lines only
   --searches            process and search lines only
+  --no-symbols          stacks as raw addresses (no symbolization)
+  --symbols DIR         also look for the traced process's binaries under DIR (traces copied
+                        from another machine); repeatable; CUPROBE_SYMBOLS=DIR:DIR too
   -h, --help            this text
 )";
 
@@ -49,6 +56,8 @@ struct Filter {
   bool events = true;
   bool calls = true;
   bool searches = true;
+  bool symbols = true;
+  std::vector<std::string> symbol_dirs;
 };
 
 const char* state_name(trace::FileState s) {
@@ -163,6 +172,7 @@ std::string search_json(const reader::SearchRecord& r) {
   j.str("mode", r.mode);
   j.str("problem", r.problem);
   j.hex("problem_hash", r.problem_hash);
+  if (r.stack) j.num("stack", r.stack);
   j.num("start_ns", r.start_ns);
   j.num("end_ns", r.end_ns);
   j.num("wall_ns", r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0);
@@ -253,6 +263,7 @@ void print_events(const reader::Trace& t, const Filter& filter, JsonLine& j) {
       }
     }
     if (freed_known && size_field < 0) j.num("size", freed_size);
+    if (e.stack) j.num("stack", e.stack);
     if (e.injected()) {
       const reader::FaultRule* rule = t.fault_rule(e.fault_rule);
       j.str("injected", rule ? rule->name : fmt::format("rule{}", e.fault_rule + 1));
@@ -277,6 +288,50 @@ void print_fault_rules(const reader::Trace& t, JsonLine& j) {
     j.str("scope", r.scope == 1 ? "thread" : "process");
     j.num("matched", r.matched);
     j.num("injected", r.injected);
+    j.end(stdout);
+  }
+}
+
+// Every distinct stack of the process, symbolized here (offline) unless --no-symbols.
+void print_stacks(const reader::Trace& t, const Filter& filter, JsonLine& j) {
+  if (t.stacks().empty()) return;
+  reader::Symbolizer sym(filter.symbol_dirs);
+  for (const auto& [id, st] : t.stacks()) {
+    std::string py = "[";
+    for (const auto& f : st.python) {
+      JsonLine pj;
+      pj.begin();
+      pj.str("file", f.file);
+      pj.str("function", f.function);
+      pj.inum("line", f.line);
+      py += (py.size() > 1 ? "," : "") + std::string(pj.finish());
+    }
+    std::string native = "[";
+    for (size_t i = 0; i < st.pcs.size(); ++i) {
+      JsonLine nj;
+      nj.begin();
+      nj.hex("pc", st.pcs[i]);
+      if (i < st.resolved.size() && !st.resolved[i].empty()) {
+        nj.str("text", st.resolved[i]);
+      } else if (filter.symbols) {
+        reader::Symbol s = sym.resolve(t, st.pcs[i]);
+        nj.str("module", s.module);
+        nj.hex("offset", s.offset);
+        if (!s.function.empty()) nj.str("function", s.function);
+        if (!s.file.empty()) {
+          nj.str("file", s.file);
+          nj.inum("line", s.line);
+        }
+        nj.str("text", reader::Symbolizer::text(s));
+      }
+      native += (native.size() > 1 ? "," : "") + std::string(nj.finish());
+    }
+    j.begin();
+    j.str("type", "stack");
+    j.num("pid", t.pid());
+    j.num("id", id);
+    j.raw("python", py + "]");
+    j.raw("native", native + "]");
     j.end(stdout);
   }
 }
@@ -336,6 +391,10 @@ int cmd_dump(const Args& args) {
       filter.events = false;
     } else if (a == "--searches") {
       filter.calls = false;  // process and search lines only
+    } else if (a == "--no-symbols") {
+      filter.symbols = false;
+    } else if (a == "--symbols") {
+      filter.symbol_dirs.push_back(value());
     } else if (a.size() > 1 && a[0] == '-') {
       throw UsageError(fmt::format("unknown option '{}'", a));
     } else {
@@ -365,6 +424,7 @@ int cmd_dump(const Args& args) {
         print_process(tf, j);
         print_apis(tf, j);
         print_fault_rules(tf, j);
+        if (filter.calls) print_stacks(tf, filter, j);
         if (filter.events) print_events(tf, filter, j);
         print_tail(tf, j);
       }

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "fault_plan.h"
 #include "faults/plan_builder.h"
 #include "trace/reader.h"
 
@@ -47,6 +48,13 @@ Options:
                       dropped and counted, never waited for
       --clock KIND    timestamp source: auto (default; the invariant TSC when there is one) or
                       monotonic (CLOCK_MONOTONIC for every timestamp)
+      --stacks MODE   which calls carry their call stack (native, and the Python lines when
+                      the calling thread holds the GIL): off, errors (failed and injected calls),
+                      alloc (default: errors, device allocations of --stack-min-bytes or more, and
+                      the start of each cuDNN plan selection), all (every recorded call)
+      --stack-depth N native frames kept per stack (default 32, at most 64)
+      --stack-min-bytes BYTES
+                      allocations that get a stack in alloc mode (default 1MiB)
   -q, --quiet         print nothing besides the command's own output
   -h, --help          this text
 
@@ -74,7 +82,7 @@ A malformed plan stops here, before COMMAND starts, with what is wrong in it.
 
 Environment set for COMMAND: LD_PRELOAD (the shim appended), CUPROBE_OUT (absolute run
 directory), and CUPROBE_LAUNCH_EVENTS, CUPROBE_MAX_MB, CUPROBE_CLOCK, CUPROBE_FAULTS,
-CUPROBE_MEM_CAP when the options ask. Under plain LD_PRELOAD, set CUPROBE_FAULTS (rules
+CUPROBE_MEM_CAP, CUPROBE_STACKS, CUPROBE_STACK_DEPTH, CUPROBE_STACK_MIN_BYTES when the options ask. Under plain LD_PRELOAD, set CUPROBE_FAULTS (rules
 separated by ';') and CUPROBE_MEM_CAP yourself; a malformed plan is then reported on stderr and
 nothing is injected.
 Set CUPROBE_SHIM to use a shim other than the one installed beside this command.
@@ -213,6 +221,23 @@ int cmd_record(const Args& args) {
         throw UsageError(fmt::format("--clock expects auto, monotonic or tsc, got '{}'", kind));
       }
       if (kind != "auto") env.emplace_back("CUPROBE_CLOCK", kind);
+    } else if (a == "--stacks") {
+      std::string mode = value(a);
+      if (mode != "off" && mode != "errors" && mode != "alloc" && mode != "all") {
+        throw UsageError(fmt::format("--stacks expects off, errors, alloc or all, got '{}'", mode));
+      }
+      env.emplace_back("CUPROBE_STACKS", mode);
+    } else if (a == "--stack-depth") {
+      unsigned long long n = parse_count(a, value(a));
+      if (n < 1 || n > 64) throw UsageError(fmt::format("--stack-depth expects 1 to 64, got {}", n));
+      env.emplace_back("CUPROBE_STACK_DEPTH", std::to_string(n));
+    } else if (a == "--stack-min-bytes") {
+      std::string v = value(a);
+      uint64_t bytes = 0;
+      if (!faults::parse_bytes(v.c_str(), v.size(), &bytes)) {
+        throw UsageError(fmt::format("--stack-min-bytes expects a byte count (4096, 1MiB, 2GB), got '{}'", v));
+      }
+      env.emplace_back("CUPROBE_STACK_MIN_BYTES", std::to_string(bytes));
     } else if (a == "--fault") {
       fault_rules.push_back(value(a));
     } else if (a == "--faults") {

@@ -26,7 +26,7 @@ using nlohmann::json;
 
 const std::set<std::string>& common_keys() {
   static const std::set<std::string> keys = {"type", "api",    "ret",    "ts_ns",    "dur_ns", "pid",
-                                             "tid",  "device", "stream", "injected", "fault_k"};
+                                             "tid",  "device", "stream", "injected", "fault_k", "stack"};
   return keys;
 }
 
@@ -156,6 +156,7 @@ class JsonlTrace : public Trace {
       e.has_stream = true;
       e.stream = parse_hex(j["stream"].get<std::string>());
     }
+    e.stack = j.value("stack", 0u);
     if (j.contains("injected")) {
       std::string rule = j["injected"].is_string() ? j["injected"].get<std::string>() : "";
       e.fault_rule = fault_rule_index(rule);
@@ -217,6 +218,19 @@ class JsonlTrace : public Trace {
     return i;
   }
 
+  void add_stack(const json& j) {
+    Stack st;
+    st.id = j.value("id", 0u);
+    for (const auto& f : j.value("python", json::array())) {
+      st.python.push_back(PyFrame{f.value("file", ""), f.value("function", ""), f.value("line", 0)});
+    }
+    for (const auto& f : j.value("native", json::array())) {
+      st.pcs.push_back(f.contains("pc") ? parse_hex(f["pc"].get<std::string>()) : 0);
+      st.resolved.push_back(f.value("text", ""));
+    }
+    stacks_[st.id] = std::move(st);
+  }
+
   void add_count(const json& j) {
     counts_.push_back(Count{j.value("tid", 0u), api_id(j.value("api", "")), j.value("device", -1), j.value("calls", uint64_t(0))});
   }
@@ -255,6 +269,7 @@ class JsonlTrace : public Trace {
       e.nargs = std::min<int>(s.nargs, int(apis_[s.api].fields.size()));
       e.fault_rule = s.fault_rule;
       e.fault_k = s.fault_k;
+      e.stack = s.stack;
       fn(e);
     }
   }
@@ -273,6 +288,7 @@ class JsonlTrace : public Trace {
     uint64_t stream = 0;
     int fault_rule = -1;
     uint64_t fault_k = 0;
+    uint32_t stack = 0;
   };
 
   static trace::Library library_from(const std::string& s) {
@@ -363,6 +379,8 @@ Result<std::vector<std::unique_ptr<Trace>>> read_jsonl(const std::string& path) 
         trace_of(pid).add_call(j);
       } else if (type == "count") {
         trace_of(pid).add_count(j);
+      } else if (type == "stack") {
+        trace_of(pid).add_stack(j);
       } else if (type == "fault_rule") {
         trace_of(pid).add_fault_rule(j);
       } else if (type == "crash") {

@@ -144,6 +144,18 @@ const std::string& Trace::api_name(uint16_t id) const {
   return a ? a->name : kUnknown;
 }
 
+const Stack* Trace::stack(uint32_t id) const {
+  auto it = stacks_.find(id);
+  return it == stacks_.end() ? nullptr : &it->second;
+}
+
+const Module* Trace::module_of(uint64_t pc) const {
+  auto it = std::upper_bound(modules_.begin(), modules_.end(), pc, [](uint64_t v, const Module& m) { return v < m.start; });
+  if (it == modules_.begin()) return nullptr;
+  --it;
+  return pc < it->end ? &*it : nullptr;
+}
+
 const FaultRule* Trace::fault_rule(int index) const {
   for (const FaultRule& r : fault_rules_)
     if (r.index == index) return &r;
@@ -162,11 +174,11 @@ namespace {
 uint32_t tail_words(const trace::CallRecord* r) { return (r->h.size - uint32_t(sizeof(trace::CallRecord))) / 8; }
 uint32_t optional_words(const trace::CallRecord* r) {
   return ((r->h.flags & trace::kCallHasStream) ? 1 : 0) + ((r->h.flags & trace::kCallLongDuration) ? 1 : 0) +
-         ((r->h.flags & trace::kCallInjected) ? 1 : 0);
+         ((r->h.flags & trace::kCallInjected) ? 1 : 0) + ((r->h.flags & trace::kCallHasStack) ? 1 : 0);
 }
 
 uint64_t call_duration(const trace::CallRecord* r) {
-  uint32_t after = (r->h.flags & trace::kCallInjected) ? 1 : 0;
+  uint32_t after = ((r->h.flags & trace::kCallInjected) ? 1 : 0) + ((r->h.flags & trace::kCallHasStack) ? 1 : 0);
   if (!(r->h.flags & trace::kCallLongDuration) || tail_words(r) < 1 + after) return r->dur_ticks;
   return r->tail[tail_words(r) - 1 - after];
 }
@@ -274,6 +286,12 @@ bool TraceFile::load(std::string* error) {
     std::sort(t.chunks.begin(), t.chunks.end(), [](const ChunkRef& a, const ChunkRef& b) { return a.seq < b.seq; });
   }
   thread_count_ = threads_.size() - threads_.count(trace::kMetaTid);
+  // Python frames name their file and function by string ids, known once every chunk was read.
+  for (const auto& [id, f] : raw_python_) {
+    stacks_[id].python.push_back(PyFrame{string(f.file), string(f.function), f.line});
+  }
+  raw_python_.clear();
+  std::sort(modules_.begin(), modules_.end(), [](const Module& a, const Module& b) { return a.start < b.start; });
   for (FaultRule& fr : fault_rules_) {
     fr.matched = hdr.fault_matched[fr.index];
     fr.injected = hdr.fault_injected[fr.index];
@@ -438,6 +456,33 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
         fault_rules_.push_back(std::move(fr));
         break;
       }
+      case trace::RecordType::kStack: {
+        if (h->size < sizeof(trace::StackRecord)) break;
+        auto* r = reinterpret_cast<const trace::StackRecord*>(rec);
+        if (sizeof(trace::StackRecord) + 8ull * r->n_native + sizeof(trace::PyFrame) * r->n_python > h->size) {
+          note(fmt::format("chunk {} offset {}: stack record with bad lengths", index, off));
+          break;
+        }
+        Stack& st = stacks_[r->id];
+        st.id = r->id;
+        st.pcs.assign(r->pcs, r->pcs + r->n_native);
+        auto* py = reinterpret_cast<const trace::PyFrame*>(r->pcs + r->n_native);
+        for (int i = 0; i < r->n_python; ++i) raw_python_.push_back({r->id, py[i]});
+        break;
+      }
+      case trace::RecordType::kModule: {
+        if (h->size < sizeof(trace::ModuleRecord)) break;
+        auto* r = reinterpret_cast<const trace::ModuleRecord*>(rec);
+        if (sizeof(trace::ModuleRecord) + uint64_t(r->path_len) + r->build_id_len > h->size) break;
+        Module m;
+        m.bias = r->bias;
+        m.start = r->start;
+        m.end = r->end;
+        m.path.assign(r->text, r->path_len);
+        for (uint32_t i = 0; i < r->build_id_len; ++i) m.build_id += fmt::format("{:02x}", uint8_t(r->text[r->path_len + i]));
+        modules_.push_back(std::move(m));
+        break;
+      }
       case trace::RecordType::kAnchor: {
         if (h->size < sizeof(trace::AnchorRecord)) break;
         auto* r = reinterpret_cast<const trace::AnchorRecord*>(rec);
@@ -522,8 +567,11 @@ void TraceFile::for_each_event(const std::function<void(const Event&)>& fn) cons
     e.stream = e.has_stream ? r->tail[e.nargs] : 0;
     e.fault_rule = -1;
     e.fault_k = 0;
-    if ((r->h.flags & trace::kCallInjected) && words > 0) {
-      uint64_t word = r->tail[words - 1];
+    e.stack = 0;
+    uint32_t last = words;  // the optional words at the end: [fault][stack]
+    if ((r->h.flags & trace::kCallHasStack) && last > 0) e.stack = uint32_t(r->tail[--last]);
+    if ((r->h.flags & trace::kCallInjected) && last > 0) {
+      uint64_t word = r->tail[--last];
       e.fault_rule = int(word & 0xffff);
       e.fault_k = word >> 16;
     }

@@ -95,9 +95,32 @@ struct Event {
   uint64_t stream = 0;
   const uint64_t* args = nullptr;
   int nargs = 0;
+  uint32_t stack = 0;   // the call's stack (Trace::stack), 0 when none was taken
   int fault_rule = -1;  // the fault rule that replaced this call (trace_format.h kCallInjected), else -1
   uint64_t fault_k = 0; // the call's match number for that rule
   bool injected() const { return fault_rule >= 0; }
+};
+
+// A call stack: native return addresses (innermost first) and the innermost Python frames.
+struct PyFrame {
+  std::string file;
+  std::string function;
+  int line = 0;
+};
+struct Stack {
+  uint32_t id = 0;
+  std::vector<uint64_t> pcs;
+  std::vector<std::string> resolved;  // JSON Lines input: each native frame as dump printed it
+  std::vector<PyFrame> python;
+};
+
+// A module that was mapped into the process, for symbolizing its addresses offline.
+struct Module {
+  uint64_t bias = 0;   // address = bias + the module's virtual address
+  uint64_t start = 0;
+  uint64_t end = 0;
+  std::string path;
+  std::string build_id;  // hex, "" when the module had none
 };
 
 // A rule of the fault plan the process ran under, with what it did.
@@ -163,6 +186,10 @@ class Trace {
   const std::vector<Count>& counts() const { return counts_; }
   const std::vector<CudnnHandle>& cudnn_handles() const { return handles_; }
   const std::vector<FaultRule>& fault_rules() const { return fault_rules_; }
+  const std::map<uint32_t, Stack>& stacks() const { return stacks_; }
+  const Stack* stack(uint32_t id) const;
+  const std::vector<Module>& modules() const { return modules_; }  // sorted by start
+  const Module* module_of(uint64_t pc) const;
   const FaultRule* fault_rule(int index) const;
   const std::vector<std::string>& diagnostics() const { return diagnostics_; }
   // Wall-clock time of a monotonic timestamp of this process (aligns processes and hosts).
@@ -198,6 +225,8 @@ class Trace {
   std::vector<Count> counts_;
   std::vector<CudnnHandle> handles_;
   std::vector<FaultRule> fault_rules_;
+  std::map<uint32_t, Stack> stacks_;
+  std::vector<Module> modules_;
   std::vector<std::string> diagnostics_;
 };
 
@@ -242,6 +271,7 @@ class TraceFile : public Trace {
   std::vector<std::pair<uint32_t, const trace::CrashRecord*>> raw_crashes_;  // (tid, record)
   std::vector<RawCount> raw_counts_;
   std::vector<std::pair<uint32_t, const trace::CallRecord*>> maybe_handles_;  // (tid, record) before the API table
+  std::vector<std::pair<uint32_t, trace::PyFrame>> raw_python_;  // (stack id, frame) until strings are known
   std::map<uint32_t, Thread> threads_;
 };
 

@@ -120,6 +120,7 @@ void SearchTracker::on_event(const Event& e) {
         ep.rec.start_ns = e.ts_ns;
         ep.rec.align = uint32_t(u(e, f.align));
       }
+      if (ep.rec.stack == 0) ep.rec.stack = e.stack;
       ep.rec.end_ns = e.ts_ns + e.dur_ns;
       if (kind == kPlanKind) {
         SearchCandidate c;
@@ -192,6 +193,7 @@ void SearchTracker::on_event(const Event& e) {
       r.problem_hash = hash;
       r.start_ns = e.ts_ns;
       r.align = uint32_t(u(e, f.align));
+      r.stack = e.stack;
       r.end_ns = e.ts_ns + e.dur_ns;
       r.candidates = parse_legacy_results(trace_.string(uint32_t(u(e, f.results))));
       for (const auto& c : r.candidates) r.plans_rejected += c.build_status != 0 ? 1 : 0;

@@ -60,12 +60,13 @@ enum Stat : uint32_t {
   kStatMirrorFull = 5,       // cuDNN descriptors not mirrored (too many alive at once)
   kStatFaultPlanRejected = 6,  // 1 when CUPROBE_FAULTS or CUPROBE_MEM_CAP could not be read: nothing injected
   kStatCapTableFull = 7,     // allocations the memory cap could not remember (their frees are not credited)
+  kStatStacksUntracked = 8,  // stacks taken after the stack table filled up: written again, not shared
   kStatCount = 16,
 };
 inline constexpr const char* kStatNames[kStatCount] = {
     "dropped_events", "missing_symbols", "duplicate_libraries", "trace_limit_hit",
     "grow_failures",  "mirror_full",     "fault_plan_rejected", "cap_table_full",
-    nullptr,          nullptr,           nullptr,               nullptr,
+    "stacks_untracked", nullptr, nullptr, nullptr,
     nullptr,          nullptr,           nullptr,               nullptr};
 
 struct Anchor {
@@ -127,6 +128,8 @@ enum class RecordType : uint16_t {
   kCrash = 8,        // a fatal signal arrived; names the call in flight on that thread
   kProperty = 9,     // a numbered process property (library versions)
   kFaultRule = 10,   // one rule of the fault plan in force (FaultRuleRecord)
+  kStack = 11,       // a distinct call stack, native and Python (StackRecord)
+  kModule = 12,      // a loaded module, for offline symbolization (ModuleRecord)
 };
 
 // Common prefix of every record. Records never exceed a chunk, so 16 bits of size suffice.
@@ -151,10 +154,11 @@ enum CallFlags : uint8_t {
   kCallHasStream = 1u << 0,     // a stream handle
   kCallLongDuration = 1u << 1,  // the full 64-bit duration (dur_ticks did not fit in 32 bits)
   kCallInjected = 1u << 2,      // the fault plan replaced the call: rule | (match number << 16)
+  kCallHasStack = 1u << 3,      // the id of the call's stack (StackRecord)
 };
 
 // One intercepted call: 24 bytes, then the argument fields (meaning from the API's ApiInfo),
-// then [stream][64-bit duration][fault] as flagged. The number of fields is the size's remainder.
+// then [stream][64-bit duration][fault][stack] as flagged. The number of fields is the size's remainder.
 struct CallRecord {
   RecordHeader h;  // h.aux: api id; h.aux2: device; h.flags: CallFlags
   int32_t ret;     // the return code the caller saw
@@ -164,7 +168,7 @@ struct CallRecord {
 };
 static_assert(sizeof(CallRecord) == 24);
 inline constexpr int kMaxCallArgs = 16;
-inline constexpr uint32_t kMaxCallRecordSize = sizeof(CallRecord) + 8 * (3 + kMaxCallArgs);
+inline constexpr uint32_t kMaxCallRecordSize = sizeof(CallRecord) + 8 * (4 + kMaxCallArgs);
 
 // Library an API belongs to.
 enum class Library : uint16_t { kCudart = 1, kCudnn = 2, kDriver = 3 };
@@ -289,6 +293,39 @@ struct FaultRuleRecord {
   char text[];
 };
 static_assert(sizeof(FaultRuleRecord) == 24);
+
+// A distinct stack, written once and referenced by id from call records: the native return
+// addresses, innermost first (the shim's own frames left out), then the innermost Python frames
+// of the calling thread when it held the GIL.
+struct PyFrame {
+  uint32_t file;  // interned string ids
+  uint32_t function;
+  int32_t line;
+  uint32_t pad;
+};
+struct StackRecord {
+  RecordHeader h;
+  uint32_t id;
+  uint16_t n_native;
+  uint16_t n_python;
+  uint64_t pcs[];  // n_native, then n_python PyFrame
+};
+static_assert(sizeof(StackRecord) == 16);
+static_assert(sizeof(PyFrame) == 16);
+
+// A module mapped into the process: addresses in [start, end) belong to it, at load bias
+// `bias` (address = bias + the module's own virtual address). Text: path, then the GNU build id
+// bytes.
+struct ModuleRecord {
+  RecordHeader h;
+  uint64_t bias;
+  uint64_t start;
+  uint64_t end;
+  uint32_t path_len;
+  uint32_t build_id_len;
+  char text[];
+};
+static_assert(sizeof(ModuleRecord) == 40);
 
 inline constexpr uint16_t kNoApi = 0xffff;
 

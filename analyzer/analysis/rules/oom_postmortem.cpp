@@ -129,6 +129,12 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
       if (!fatal) f.severity = Severity::kWarning;
       f.pids.push_back(p.pid);
       if (!o.search_problem.empty()) f.problems.push_back(o.search_problem);
+      std::string failed;
+      for (const auto& frame : stack_sites(all, p, o.stack, 2, 3)) failed += (failed.empty() ? "" : " < ") + frame;
+      if (!failed.empty()) f.call_sites.push_back("the failed request: " + failed);
+      std::vector<uint32_t> held;
+      for (const auto& a : o.largest) held.push_back(a.stack);
+      for (auto& site : top_sites(all, p, held, "of the largest live allocations from")) f.call_sites.push_back(site);
       emit(std::move(f));
     }
     if (p.trace && p.trace->state() == trace::FileState::kRecording) {

@@ -94,6 +94,9 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
       names.insert(s->problem);
     }
     f.problems.assign(names.begin(), names.end());
+    std::vector<uint32_t> stacks;
+    for (const auto* s : late) stacks.push_back(s->stack);
+    f.call_sites = top_sites(all, p, stacks, "late searches from");
     emit(std::move(f));
   }
 }

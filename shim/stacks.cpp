@@ -1,0 +1,329 @@
+// Call-site capture: see stacks.h.
+#include "stacks.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <execinfo.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+namespace cuprobe::shim {
+
+uint32_t g_stack_mode = kStacksAlloc;
+uint64_t g_stack_min_bytes = 1ull << 20;
+
+namespace {
+
+constexpr int kMaxNative = 64;
+constexpr int kMaxPython = 8;
+int g_depth = 32;
+
+pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;  // the stack table, the module map
+
+// Interned stacks: hash -> id, open addressing. When full, stacks are written again each time.
+constexpr uint32_t kSlots = 1u << 16;
+struct Slot {
+  uint64_t hash;
+  uint32_t id;
+};
+Slot g_slots[kSlots];
+uint32_t g_next_id = 1;
+
+// The shim's own code: frames inside it are left out.
+uintptr_t g_self_start, g_self_end;
+
+// Modules already written, by start address; dl_iterate_phdr's add/sub counters say when the map changed.
+constexpr int kMaxModules = 4096;
+uintptr_t g_modules[kMaxModules];
+int g_n_modules;
+unsigned long long g_adds = ~0ull, g_subs = ~0ull;
+
+// ---- Python ----------------------------------------------------------------------------------
+// The CPython API of the interpreter already in the process (none when there is none), looked up
+// once. Only the stable, documented functions are used: a thread's frames are read only when
+// PyGILState_Check says it holds the GIL, with the cyclic GC disabled meanwhile so that no
+// allocation here can run finalizers (which could call back into the allocator that called us).
+struct Python {
+  int (*is_initialized)();
+  int (*gil_check)();
+  void* (*get_frame)();             // PyEval_GetFrame: borrowed
+  void* (*frame_code)(void*);       // PyFrame_GetCode: new reference
+  void* (*frame_back)(void*);       // PyFrame_GetBack: new reference or NULL
+  int (*frame_line)(void*);         // PyFrame_GetLineNumber
+  void* (*get_attr)(void*, const char*);  // PyObject_GetAttrString: new reference
+  const char* (*utf8)(void*);       // PyUnicode_AsUTF8
+  void (*decref)(void*);            // Py_DecRef
+  int (*gc_disable)();              // PyGC_Disable (3.10+): previous state
+  int (*gc_enable)();
+  void (*err_clear)();
+  void* (*err_occurred)();
+  bool ok;
+};
+Python g_py;
+uint32_t g_py_probed;
+
+template <typename F>
+void find(F& f, const char* name) {
+  f = reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
+}
+
+void probe_python() {
+  find(g_py.is_initialized, "Py_IsInitialized");
+  find(g_py.gil_check, "PyGILState_Check");
+  find(g_py.get_frame, "PyEval_GetFrame");
+  find(g_py.frame_code, "PyFrame_GetCode");
+  find(g_py.frame_back, "PyFrame_GetBack");
+  find(g_py.frame_line, "PyFrame_GetLineNumber");
+  find(g_py.get_attr, "PyObject_GetAttrString");
+  find(g_py.utf8, "PyUnicode_AsUTF8");
+  find(g_py.decref, "Py_DecRef");
+  find(g_py.gc_disable, "PyGC_Disable");
+  find(g_py.gc_enable, "PyGC_Enable");
+  find(g_py.err_clear, "PyErr_Clear");
+  find(g_py.err_occurred, "PyErr_Occurred");
+  g_py.ok = g_py.is_initialized && g_py.gil_check && g_py.get_frame && g_py.frame_code && g_py.frame_back &&
+            g_py.frame_line && g_py.get_attr && g_py.utf8 && g_py.decref && g_py.gc_disable && g_py.gc_enable &&
+            g_py.err_clear && g_py.err_occurred;
+}
+
+uint32_t intern_attr(void* obj, const char* attr) {
+  void* v = g_py.get_attr(obj, attr);
+  if (v == nullptr) {
+    g_py.err_clear();
+    return 0;
+  }
+  const char* s = g_py.utf8(v);
+  uint32_t id = s ? intern_string(s) : 0;
+  if (s == nullptr) g_py.err_clear();
+  g_py.decref(v);
+  return id;
+}
+
+int python_frames(trace::PyFrame* out) {
+  if (!__atomic_load_n(&g_py_probed, __ATOMIC_ACQUIRE)) {
+    probe_python();  // dlsym only; racing threads find the same answers
+    __atomic_store_n(&g_py_probed, 1u, __ATOMIC_RELEASE);
+  }
+  if (!g_py.ok || !g_py.is_initialized() || g_py.gil_check() != 1) return 0;
+  // An exception being raised is left alone: the calls below could clobber it.
+  if (g_py.err_occurred() != nullptr) return 0;
+  int gc_was = g_py.gc_disable();
+  int n = 0;
+  void* frame = g_py.get_frame();
+  bool owned = false;
+  while (frame != nullptr && n < kMaxPython) {
+    void* code = g_py.frame_code(frame);
+    if (code != nullptr) {
+      out[n].file = intern_attr(code, "co_filename");
+      out[n].function = intern_attr(code, "co_name");
+      out[n].line = g_py.frame_line(frame);
+      out[n].pad = 0;
+      ++n;
+      g_py.decref(code);
+    }
+    void* back = g_py.frame_back(frame);
+    if (owned) g_py.decref(frame);
+    frame = back;
+    owned = true;
+  }
+  if (owned && frame != nullptr) g_py.decref(frame);
+  if (gc_was) g_py.gc_enable();
+  return n;
+}
+
+// ---- modules ---------------------------------------------------------------------------------
+
+bool known_module(uintptr_t start) {
+  for (int i = 0; i < g_n_modules; ++i)
+    if (g_modules[i] == start) return true;
+  return false;
+}
+
+int write_module(struct dl_phdr_info* info, size_t, void*) {
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  const char* build_id = nullptr;
+  uint32_t build_id_len = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD) {
+      uintptr_t a = info->dlpi_addr + ph.p_vaddr;
+      if (a < lo) lo = a;
+      if (a + ph.p_memsz > hi) hi = a + ph.p_memsz;
+    } else if (ph.p_type == PT_NOTE && build_id == nullptr) {
+      const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+      const char* end = p + ph.p_memsz;
+      while (p + sizeof(ElfW(Nhdr)) <= end) {
+        auto* nh = reinterpret_cast<const ElfW(Nhdr)*>(p);
+        const char* name = p + sizeof(ElfW(Nhdr));
+        const char* desc = name + ((nh->n_namesz + 3) & ~3u);
+        if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 && desc + nh->n_descsz <= end) {
+          build_id = desc;
+          build_id_len = nh->n_descsz;
+          break;
+        }
+        p = desc + ((nh->n_descsz + 3) & ~3u);
+      }
+    }
+  }
+  if (hi == 0 || known_module(lo) || g_n_modules == kMaxModules) return 0;
+  g_modules[g_n_modules++] = lo;
+  char exe[4096];
+  const char* path = info->dlpi_name;
+  if (path == nullptr || *path == 0) {  // the main program
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    path = exe;
+  }
+  size_t path_len = strnlen(path, 4096);
+  uint32_t size = trace::align8(uint32_t(sizeof(trace::ModuleRecord) + path_len + build_id_len));
+  MetaWriter w;
+  if (char* p = w.reserve(size)) {
+    auto* r = reinterpret_cast<trace::ModuleRecord*>(p);
+    r->h = trace::make_header(trace::RecordType::kModule, size);
+    r->bias = info->dlpi_addr;
+    r->start = lo;
+    r->end = hi;
+    r->path_len = uint32_t(path_len);
+    r->build_id_len = build_id_len;
+    memcpy(r->text, path, path_len);
+    if (build_id_len) memcpy(r->text + path_len, build_id, build_id_len);
+    w.commit(size);
+  }
+  return 0;
+}
+
+int read_counters(struct dl_phdr_info* info, size_t size, void* data) {
+  auto* c = static_cast<unsigned long long*>(data);
+  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+    c[0] = info->dlpi_adds;
+    c[1] = info->dlpi_subs;
+  }
+  return 1;  // the counters are the same in every entry: one is enough
+}
+
+// Under g_mutex: writes the modules loaded since the last look (dlopen'd libraries included).
+void refresh_modules() {
+  unsigned long long c[2] = {0, 0};
+  dl_iterate_phdr(read_counters, c);
+  if (c[0] == g_adds && c[1] == g_subs) return;
+  g_adds = c[0];
+  g_subs = c[1];
+  dl_iterate_phdr(write_module, nullptr);
+}
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+}  // namespace
+
+void stacks_configure() {
+  if (const char* m = getenv("CUPROBE_STACKS"); m != nullptr && *m != 0) {
+    if (strcmp(m, "off") == 0) g_stack_mode = kStacksOff;
+    else if (strcmp(m, "errors") == 0) g_stack_mode = kStacksErrors;
+    else if (strcmp(m, "alloc") == 0) g_stack_mode = kStacksAlloc;
+    else if (strcmp(m, "all") == 0) g_stack_mode = kStacksAll;
+  }
+  if (const char* d = getenv("CUPROBE_STACK_DEPTH"); d != nullptr && *d != 0) {
+    int v = atoi(d);
+    g_depth = v < 1 ? 1 : v > kMaxNative ? kMaxNative : v;
+  }
+  if (const char* b = getenv("CUPROBE_STACK_MIN_BYTES"); b != nullptr && *b != 0) {
+    g_stack_min_bytes = strtoull(b, nullptr, 10);
+  }
+  // The shim's own address range: the module whose load bias dladdr reports for this function.
+  Dl_info self;
+  if (dladdr(reinterpret_cast<void*>(&capture_stack), &self) != 0) {
+    auto base = reinterpret_cast<uintptr_t>(self.dli_fbase);
+    uintptr_t range[3] = {base, 0, 0};
+    dl_iterate_phdr(
+        [](struct dl_phdr_info* info, size_t, void* data) {
+          auto* r = static_cast<uintptr_t*>(data);
+          if (info->dlpi_addr != r[0]) return 0;
+          uintptr_t lo = UINTPTR_MAX, hi = 0;
+          for (int i = 0; i < info->dlpi_phnum; ++i) {
+            const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+            if (ph.p_type != PT_LOAD) continue;
+            uintptr_t a = info->dlpi_addr + ph.p_vaddr;
+            lo = a < lo ? a : lo;
+            hi = a + ph.p_memsz > hi ? a + ph.p_memsz : hi;
+          }
+          r[1] = lo;
+          r[2] = hi;
+          return 1;
+        },
+        range);
+    g_self_start = range[1];
+    g_self_end = range[2];
+  }
+  // backtrace() loads libgcc_s on its first use: do it now, not inside an application's call.
+  if (g_stack_mode != kStacksOff) {
+    void* warm[2];
+    backtrace(warm, 2);
+  }
+}
+
+void stacks_after_fork() {
+  memset(g_slots, 0, sizeof g_slots);
+  g_next_id = 1;
+  g_n_modules = 0;
+  g_adds = g_subs = ~0ull;
+  pthread_mutex_init(&g_mutex, nullptr);
+}
+
+uint32_t capture_stack() {
+  if (g_stack_mode == kStacksOff) return 0;
+  void* raw[kMaxNative + 8];
+  int got = backtrace(raw, g_depth + 8 < kMaxNative + 8 ? g_depth + 8 : kMaxNative + 8);
+  // Leave out the shim's own frames at the top.
+  int first = 0;
+  while (first < got && reinterpret_cast<uintptr_t>(raw[first]) >= g_self_start &&
+         reinterpret_cast<uintptr_t>(raw[first]) < g_self_end) {
+    ++first;
+  }
+  int n_native = got - first < g_depth ? got - first : g_depth;
+  trace::PyFrame py[kMaxPython];
+  int n_py = python_frames(py);
+  uint64_t h = uint64_t(n_native) << 32 | uint64_t(n_py);
+  for (int i = 0; i < n_native; ++i) h = mix(h, reinterpret_cast<uintptr_t>(raw[first + i]));
+  for (int i = 0; i < n_py; ++i) h = mix(mix(mix(h, py[i].file), py[i].function), uint64_t(uint32_t(py[i].line)));
+  if (h == 0) h = 1;
+
+  pthread_mutex_lock(&g_mutex);
+  uint32_t slot = uint32_t(h % kSlots);
+  uint32_t probes = 0;
+  for (; probes < 64; ++probes, slot = (slot + 1) % kSlots) {
+    if (g_slots[slot].hash == h) {
+      uint32_t id = g_slots[slot].id;
+      pthread_mutex_unlock(&g_mutex);
+      return id;
+    }
+    if (g_slots[slot].hash == 0) break;
+  }
+  refresh_modules();
+  uint32_t id = g_next_id++;
+  if (probes < 64 && g_slots[slot].hash == 0) g_slots[slot] = Slot{h, id};
+  else count_stat(trace::kStatStacksUntracked);
+  uint32_t size = uint32_t(sizeof(trace::StackRecord) + 8 * n_native + sizeof(trace::PyFrame) * n_py);
+  {
+    MetaWriter w;
+    if (char* p = w.reserve(size)) {
+      auto* r = reinterpret_cast<trace::StackRecord*>(p);
+      r->h = trace::make_header(trace::RecordType::kStack, size);
+      r->id = id;
+      r->n_native = uint16_t(n_native);
+      r->n_python = uint16_t(n_py);
+      for (int i = 0; i < n_native; ++i) r->pcs[i] = reinterpret_cast<uintptr_t>(raw[first + i]);
+      memcpy(&r->pcs[n_native], py, sizeof(trace::PyFrame) * size_t(n_py));
+      w.commit(size);
+    }
+  }
+  pthread_mutex_unlock(&g_mutex);
+  return id;
+}
+
+}  // namespace cuprobe::shim

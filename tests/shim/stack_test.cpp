@@ -1,0 +1,178 @@
+// Call stacks: the native chain named in order (also from threads and from a library loaded with
+// dlopen), Python frames through ctypes while the GIL is held and none without it, the stack
+// modes, offline symbolization from another directory, and call sites in findings.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "support/run.h"
+
+namespace cuprobe::test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct Recorded {
+  std::vector<json> lines;
+  std::map<int, json> stacks;  // by id
+  std::vector<json> mallocs;
+  std::vector<std::string> functions(int stack) const {
+    std::vector<std::string> out;
+    for (const auto& f : stacks.at(stack)["native"]) out.push_back(f.value("function", ""));
+    return out;
+  }
+};
+
+Recorded record_stacks(const std::string& tag, const std::vector<std::string>& argv,
+                       const std::vector<std::string>& opts = {}, const std::vector<std::string>& dump_opts = {}) {
+  Recorded r;
+  std::string dir = fresh_dir(tag);
+  RunResult res = record(dir, argv, shim_env(), opts);
+  EXPECT_EQ(res.status, 0) << res.err;
+  r.lines = dump(dir, dump_opts);
+  for (const auto& s : of_type(r.lines, "stack")) r.stacks[s["id"].get<int>()] = s;
+  r.mallocs = of_type(r.lines, "call", "cudaMalloc");
+  return r;
+}
+
+json malloc_of(const Recorded& r, uint64_t size) {
+  for (const auto& c : r.mallocs)
+    if (c["size"] == size) return c;
+  return json();
+}
+
+TEST(Stacks, NativeChainIsNamedInOrderFromThreadsAndDlopenedLibraries) {
+  Recorded r = record_stacks("chain", {program("stack_chain")});
+  json main_call = malloc_of(r, 2 << 20);
+  ASSERT_TRUE(main_call.contains("stack")) << main_call.dump();
+  auto f = r.functions(main_call["stack"]);
+  ASSERT_GE(f.size(), 4u);
+  EXPECT_EQ(std::vector<std::string>(f.begin(), f.begin() + 4),
+            (std::vector<std::string>{"chain_three", "chain_two", "chain_one", "main"}))
+      << "the shim's own frames are left out; the caller comes first";
+  json first_native = r.stacks.at(main_call["stack"])["native"][0];
+  EXPECT_EQ(first_native["module"], "stack_chain");
+  EXPECT_NE(first_native.value("file", "").find("stack_chain.cpp"), std::string::npos) << first_native.dump();
+
+  std::set<int> thread_stacks;
+  int thread_calls = 0;
+  for (const auto& c : r.mallocs) {
+    if (c["size"] != 3 << 20) continue;
+    ++thread_calls;
+    thread_stacks.insert(c["stack"].get<int>());
+  }
+  EXPECT_EQ(thread_calls, 3);
+  ASSERT_EQ(thread_stacks.size(), 1u) << "the same stack from three threads is stored once";
+  auto tf = r.functions(*thread_stacks.begin());
+  ASSERT_GE(tf.size(), 3u);
+  EXPECT_EQ(std::vector<std::string>(tf.begin(), tf.begin() + 3),
+            (std::vector<std::string>{"chain_three", "chain_two", "chain_one"}));
+
+  json plugin = malloc_of(r, 4 << 20);
+  ASSERT_TRUE(plugin.contains("stack"));
+  json top = r.stacks.at(plugin["stack"])["native"][0];
+  EXPECT_EQ(top["function"], "plugin_alloc");
+  EXPECT_EQ(top["module"], "libstack_plugin.so") << "a library loaded after the start is in the module map";
+  EXPECT_EQ(r.functions(plugin["stack"])[1], "main");
+}
+
+TEST(Stacks, PythonLinesWhileTheThreadHoldsTheGil) {
+  std::string script = program("stack_script.py");
+  int marker = 0;
+  {
+    std::ifstream in(script);
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n)
+      if (line.find("STACK-LINE-GIL") != std::string::npos) marker = n;
+  }
+  ASSERT_GT(marker, 0);
+  Recorded r = record_stacks("python", {"python3", script, build_path("tests/programs/libstack_plugin.so")});
+  json with = malloc_of(r, 2 << 20);
+  ASSERT_TRUE(with.contains("stack"));
+  const json& st = r.stacks.at(with["stack"]);
+  ASSERT_FALSE(st["python"].empty()) << st.dump();
+  EXPECT_EQ(fs::path(st["python"][0]["file"].get<std::string>()).filename(), "stack_script.py");
+  EXPECT_EQ(st["python"][0]["function"], "allocate_with_gil");
+  EXPECT_EQ(st["python"][0]["line"], marker);
+  EXPECT_EQ(st["python"][1]["function"], "<module>");
+  EXPECT_EQ(st["native"][0]["function"], "helper_alloc");
+
+  json without = malloc_of(r, 3 << 20);
+  ASSERT_TRUE(without.contains("stack"));
+  EXPECT_TRUE(r.stacks.at(without["stack"])["python"].empty()) << "ctypes.CDLL released the GIL: no Python frames";
+  EXPECT_EQ(r.stacks.at(without["stack"])["native"][0]["function"], "helper_alloc");
+}
+
+TEST(Stacks, ModesChooseWhichCallsCarryStacks) {
+  std::vector<std::string> probe = {program("fault_probe"), "malloc:1000", "malloc:4194304", "malloc:2097152", "sync"};
+  auto has_stack = [](const Recorded& r) {
+    std::string s;
+    for (const auto& c : of_type(r.lines, "call")) s += c.contains("stack") ? '1' : '.';
+    return s;
+  };
+  EXPECT_EQ(has_stack(record_stacks("off", probe, {"--stacks", "off"})), "....");
+  EXPECT_EQ(has_stack(record_stacks("alloc", probe)), ".11.") << "default: allocations of 1 MiB and more";
+  EXPECT_EQ(has_stack(record_stacks("min", probe, {"--stack-min-bytes", "3MiB"})), ".1..");
+  EXPECT_EQ(has_stack(record_stacks("all", probe, {"--stacks", "all"})), "1111");
+  EXPECT_EQ(has_stack(record_stacks("errors", probe, {"--stacks", "errors", "--fault", "alloc:OOM,nth=3"})), "..1.")
+      << "errors: failed and injected calls only";
+  Recorded shallow = record_stacks("depth", probe, {"--stack-depth", "1"});
+  for (const auto& [id, s] : shallow.stacks) EXPECT_EQ(s["native"].size(), 1u);
+  RunResult bad = record(fresh_dir("badmode"), probe, shim_env(), {"--stacks", "some"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--stacks expects"), std::string::npos);
+}
+
+TEST(Stacks, SymbolizedOfflineFromAnotherDirectory) {
+  // The program runs from one directory, which is then moved: its binaries are found again
+  // through --symbols, and only there.
+  std::string base = fresh_dir("moved");
+  fs::create_directories(base + "/a");
+  for (const char* f : {"stack_chain", "libstack_plugin.so"}) {
+    fs::copy_file(build_path(std::string("tests/programs/") + f), base + "/a/" + f);
+  }
+  std::string dir = base + "/trace";
+  RunResult res = record(dir, {base + "/a/stack_chain"}, shim_env({{"LD_LIBRARY_PATH", fake_dir('a')}}), {});
+  ASSERT_EQ(res.status, 0) << res.err;
+  fs::rename(base + "/a", base + "/b");
+  auto names = [&](const std::vector<std::string>& opts) {
+    std::set<std::string> fns;
+    for (const auto& s : of_type(dump(dir, opts), "stack"))
+      for (const auto& f : s["native"]) fns.insert(f.value("function", ""));
+    return fns;
+  };
+  EXPECT_FALSE(names({}).count("chain_three")) << "the binary is gone from its recorded path";
+  EXPECT_TRUE(names({"--symbols", base + "/b"}).count("chain_three"));
+  EXPECT_TRUE(names({"--symbols", base + "/b"}).count("plugin_alloc"));
+  EXPECT_FALSE(names({"--no-symbols", "--symbols", base + "/b"}).count("chain_three"));
+}
+
+TEST(Stacks, FindingsNameTheirCallSites) {
+  std::string dir = fresh_dir("sites");
+  RunResult res = record(dir, {program("stack_chain")}, shim_env(), {"--mem-cap", "6MiB"});
+  ASSERT_EQ(res.status, 0) << res.err;
+  RunResult a = run({cuprobe_bin(), "analyze", "--json", dir});
+  json rep = json::parse(a.out);
+  bool found = false;
+  for (const auto& f : rep["findings"]) {
+    if (f["rule"] != "oom-postmortem") continue;
+    found = true;
+    ASSERT_FALSE(f["call_sites"].empty()) << f.dump();
+    std::string first = f["call_sites"][0];
+    EXPECT_EQ(first.rfind("the failed request: plugin_alloc", 0), 0u) << first << ": the decisive (last) failure";
+    std::string all = f["call_sites"].dump();
+    EXPECT_NE(all.find("chain_three"), std::string::npos) << all;
+    EXPECT_NE(all.find("of the largest live allocations from"), std::string::npos) << all;
+  }
+  EXPECT_TRUE(found) << rep.dump();
+  // The text report prints them under the finding.
+  RunResult text = run({cuprobe_bin(), "analyze", dir});
+  EXPECT_NE(text.out.find("    at the failed request: plugin_alloc"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("of the largest live allocations from: chain_three"), std::string::npos) << text.out;
+}
+
+}  // namespace
+}  // namespace cuprobe::test
