@@ -4,7 +4,7 @@
 # installed (default /usr/local/cuda; or set CUDA_HOME / CUDNN_ROOT).
 set -euo pipefail
 
-packages=(cmake ninja-build g++ pkg-config python3 libfmt-dev nlohmann-json3-dev libunwind-dev
+packages=(cmake ninja-build g++ binutils pkg-config python3 libfmt-dev nlohmann-json3-dev libunwind-dev
           libgtest-dev libgmock-dev libbenchmark-dev)
 missing=()
 for p in "${packages[@]}"; do

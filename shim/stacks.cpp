@@ -279,11 +279,12 @@ uint32_t capture_stack() {
   if (g_stack_mode == kStacksOff) return 0;
   void* raw[kMaxNative + 8];
   int got = backtrace(raw, g_depth + 8 < kMaxNative + 8 ? g_depth + 8 : kMaxNative + 8);
-  // Leave out the shim's own frames at the top.
+  // Leave out the shim's own frames at the top, and anything above them (a sanitizer's
+  // interceptor of backtrace itself): the caller is the first frame after the last shim frame.
   int first = 0;
-  while (first < got && reinterpret_cast<uintptr_t>(raw[first]) >= g_self_start &&
-         reinterpret_cast<uintptr_t>(raw[first]) < g_self_end) {
-    ++first;
+  for (int i = 0; i < got && i < 16; ++i) {
+    auto pc = reinterpret_cast<uintptr_t>(raw[i]);
+    if (pc >= g_self_start && pc < g_self_end) first = i + 1;
   }
   int n_native = got - first < g_depth ? got - first : g_depth;
   trace::PyFrame py[kMaxPython];
