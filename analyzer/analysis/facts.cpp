@@ -63,6 +63,7 @@ Allocation describe(const reader::Trace& trace, uint64_t ptr, const LiveAllocati
 
 struct Churn {
   uint64_t allocs = 0, frees = 0, ns = 0, bytes = 0;
+  std::vector<uint32_t> stacks;  // of the allocations that have one (the first 4096)
 };
 
 struct LastCall {
@@ -315,6 +316,7 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
     uint64_t ts;
     uint32_t tid;
     uint32_t align;
+    uint32_t stack;
   };
   std::vector<Failure> failures;
 
@@ -380,6 +382,7 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
           ++c->allocs;
           c->ns += e.dur_ns;
           c->bytes += size;
+          if (e.stack && c->stacks.size() < 4096) c->stacks.push_back(e.stack);
         }
       }
       if (e.ret == 0) {
@@ -465,7 +468,7 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
     // Injected failures are the fault summary's, not cuDNN's: they stay out of unsupported-config.
     if (v.cudnn && e.ret != 0 && !e.injected()) {
       failures.push_back(Failure{e.api, field(e, v.problem_hash), uint32_t(field(e, v.problem)), e.ret, e.ts_ns, e.tid,
-                                 uint32_t(field(e, v.align))});
+                                 uint32_t(field(e, v.align)), e.stack});
     }
     if ((v.backend_execute || v.legacy_exec) && e.ret == 0) {
       if (continued_upto < f.ooms.size()) mark_continued();
@@ -545,6 +548,7 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
   f.steady_frees = steady.frees;
   f.steady_alloc_ns = steady.ns;
   f.steady_alloc_bytes = steady.bytes;
+  f.steady_alloc_stacks = steady.stacks;
   for (size_t id = 0; id < apis.size(); ++id) {
     if (calls[id]) {
       f.calls_by_api[apis[id].name] += calls[id];
@@ -583,6 +587,7 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
       c.first_ns = x.ts;
       c.align = x.align;
     }
+    if (c.stack == 0) c.stack = x.stack;
     ++c.count;
     c.last_ns = x.ts;
     if (x.align && (c.align == 0 || x.align < c.align)) c.align = x.align;

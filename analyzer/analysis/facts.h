@@ -97,6 +97,7 @@ struct CudnnFailure {
   uint64_t first_ns = 0;
   uint64_t last_ns = 0;
   uint32_t align = 0;    // smallest pointer alignment seen with it, 0 unknown
+  uint32_t stack = 0;    // where it first happened, when recorded
 };
 
 // Which plans (engine + knobs, or legacy algorithm) a problem ran with outside searches.
@@ -139,6 +140,7 @@ struct ProcessFacts {
   uint64_t steady_alloc_ns = 0;
   uint64_t steady_frees = 0;
   uint64_t steady_alloc_bytes = 0;
+  std::vector<uint32_t> steady_alloc_stacks;  // where the steady-state allocations came from
   std::vector<CudnnFailure> cudnn_failures;
   std::map<uint64_t, ProblemUse> problems;  // by problem hash
   std::vector<std::string> last_calls;       // the process's final calls, for unfinished traces

@@ -207,8 +207,31 @@ Symbol Symbolizer::resolve(const Trace& t, uint64_t pc) {
   return s;
 }
 
+namespace {
+
+// Installed packages and the standard library, as opposed to the application's own files.
+size_t library_root(const std::string& file) {
+  for (const char* marker : {"/site-packages/", "/dist-packages/"}) {
+    size_t at = file.find(marker);
+    if (at != std::string::npos) return at + std::strlen(marker);
+  }
+  size_t lib = file.find("/lib/python3");
+  if (lib != std::string::npos) {
+    size_t slash = file.find('/', lib + 12);
+    if (slash != std::string::npos) return slash + 1;
+  }
+  if (!file.empty() && file[0] == '<') return 0;  // <frozen ...>, <string>
+  return std::string::npos;
+}
+
+}  // namespace
+
+bool Symbolizer::is_library(const PyFrame& f) { return library_root(f.file) != std::string::npos; }
+
 std::string Symbolizer::text(const PyFrame& f) {
-  return fmt::format("{}:{} in {}", f.file, f.line, f.function);
+  size_t root = library_root(f.file);
+  std::string file = root == std::string::npos ? f.file : f.file.substr(root);
+  return fmt::format("{}:{} in {}", file, f.line, f.function);
 }
 
 std::string Symbolizer::text(const Symbol& s) {
@@ -222,7 +245,20 @@ std::vector<std::string> Symbolizer::describe(const Trace& t, uint32_t stack_id,
   std::vector<std::string> out;
   const Stack* st = t.stack(stack_id);
   if (st == nullptr) return out;
-  for (size_t i = 0; i < st->python.size() && i < max_python; ++i) out.push_back(text(st->python[i]));
+  // The application's own innermost line first (what a user can change), then the innermost
+  // frames inside libraries (where the call was made), innermost first.
+  std::vector<const PyFrame*> order;
+  for (const auto& f : st->python) {
+    if (!is_library(f)) {
+      order.push_back(&f);
+      break;
+    }
+  }
+  for (const auto& f : st->python) {
+    if (order.size() >= max_python) break;
+    if (order.empty() || &f != order[0]) order.push_back(&f);
+  }
+  for (size_t i = 0; i < order.size() && i < max_python; ++i) out.push_back(text(*order[i]));
   for (size_t i = 0; i < st->pcs.size() && i < max_native; ++i) {
     if (i < st->resolved.size() && !st->resolved[i].empty()) out.push_back(st->resolved[i]);
     else out.push_back(text(resolve(t, st->pcs[i])));

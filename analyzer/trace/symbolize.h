@@ -32,9 +32,11 @@ class Symbolizer {
   // Resolves a return address of trace `t` (the call site: the instruction before it).
   Symbol resolve(const Trace& t, uint64_t pc);
   // "file.py:12 in fn" for Python frames, "fn (libx.so)" / "fn at file.cc:12 (libx.so)" for native.
-  static std::string text(const PyFrame& f);
+  static std::string text(const PyFrame& f);  // library files relative to site-packages
+  static bool is_library(const PyFrame& f);   // installed package or standard library
   static std::string text(const Symbol& s);
-  // The stack's frames as text, Python first, at most `max` of each kind.
+  // The stack's frames as text, at most `max` of each kind: the application's innermost Python
+  // line, then the innermost Python frames, then the innermost native frames.
   std::vector<std::string> describe(const Trace& t, uint32_t stack_id, size_t max_python = 3, size_t max_native = 4);
 
  private:

@@ -27,6 +27,7 @@ void allocation_churn(const RuleSpec& spec, const AllFacts& all, const Emit& emi
                          {"share", share}};
     Finding f = make_finding(spec, ev, seconds(p.steady_alloc_ns));
     f.pids.push_back(p.pid);
+    f.call_sites = top_sites(all, p, p.steady_alloc_stacks, "steady-state allocations from");
     emit(std::move(f));
   }
 }

@@ -50,12 +50,14 @@ void unsupported_config(const RuleSpec& spec, const AllFacts& all, const Emit& e
     std::vector<std::string> problems;
     uint64_t visible = 0;
     std::string first_cause;
+    std::vector<uint32_t> stacks;
     for (const auto& f : p.cudnn_failures) {
       if (f.routine) {
         routine += f.count;
         continue;
       }
       visible += f.count;
+      if (f.stack) stacks.push_back(f.stack);
       std::string cause = known_causes(f, max_elements, min_alignment);
       if (first_cause.empty()) first_cause = cause;
       items.push_back({{"api", f.api},
@@ -80,6 +82,7 @@ void unsupported_config(const RuleSpec& spec, const AllFacts& all, const Emit& e
       bool all_failed = true;
       for (const auto& c : s.candidates) all_failed = all_failed && (c.build_status != 0 || (c.exec_status > 0));
       hopeless += all_failed ? 1 : 0;
+      if (all_failed && s.stack) stacks.push_back(s.stack);
     }
     if (visible == 0 && hopeless == 0) continue;
     nlohmann::json ev = {{"process", process_label(p)},
@@ -91,6 +94,7 @@ void unsupported_config(const RuleSpec& spec, const AllFacts& all, const Emit& e
     Finding f = make_finding(spec, ev, 0);
     f.pids.push_back(p.pid);
     f.problems = problems;
+    f.call_sites = top_sites(all, p, stacks, "failures from");
     emit(std::move(f));
   }
 }

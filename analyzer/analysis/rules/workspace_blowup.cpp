@@ -80,6 +80,19 @@ void workspace_blowup(const RuleSpec& spec, const AllFacts& all, const Emit& emi
     if (ooms_after > 0) f.severity = Severity::kError;
     f.pids.push_back(p.pid);
     f.problems = problems;
+    std::vector<uint32_t> stacks;
+    for (const auto& it : items) {
+      for (const auto& s : p.searches) {
+        if (s.problem == it["problem"] && s.stack) {
+          stacks.push_back(s.stack);
+          break;
+        }
+      }
+    }
+    for (const auto& o : p.ooms) {
+      if (!o.search_problem.empty() && o.stack) stacks.push_back(o.stack);
+    }
+    f.call_sites = top_sites(all, p, stacks, "plan selections or failed requests from");
     emit(std::move(f));
   }
 }
