@@ -98,6 +98,13 @@ void probe_python() {
             g_py.err_clear && g_py.err_occurred;
 }
 
+// Files of installed packages and of the standard library, as opposed to the application's own:
+// a stack's Python frames stop at the first application frame (the line a user can change).
+bool library_file(const char* f) {
+  return strstr(f, "/site-packages/") != nullptr || strstr(f, "/dist-packages/") != nullptr ||
+         strstr(f, "/lib/python3") != nullptr || f[0] == '<';
+}
+
 uint32_t intern_attr(void* obj, const char* attr, bool* library = nullptr) {
   void* v = g_py.get_attr(obj, attr);
   if (v == nullptr) {
@@ -106,17 +113,10 @@ uint32_t intern_attr(void* obj, const char* attr, bool* library = nullptr) {
   }
   const char* s = g_py.utf8(v);
   uint32_t id = s ? intern_string(s) : 0;
-  if (library && s) *library = strstr(s, "/site-packages/") || strstr(s, "/dist-packages/") || strstr(s, "/lib/python3") || s[0] == '<';
+  if (library && s) *library = library_file(s);
   if (s == nullptr) g_py.err_clear();
   g_py.decref(v);
   return id;
-}
-
-// Files of installed packages and of the standard library, as opposed to the application's own:
-// a stack's Python frames stop at the first application frame (the line a user can change).
-bool library_file(const char* f) {
-  return strstr(f, "/site-packages/") != nullptr || strstr(f, "/dist-packages/") != nullptr ||
-         strstr(f, "/lib/python3") != nullptr || f[0] == '<';
 }
 
 // ---- Python frames of a thread that released the GIL ----------------------------------------
