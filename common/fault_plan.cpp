@@ -502,6 +502,16 @@ bool parse_mem_cap(const char* text, MemCap* cap, char* err, size_t err_cap) {
   return true;
 }
 
+uint64_t cap_bytes(const MemCap& cap, int device, uint64_t (*total)(int device, void* ctx), void* ctx) {
+  if (device < 0 || device >= kCapDevices) return 0;
+  const int slots[] = {device, kCapDevices};
+  for (int slot : slots) {
+    if (cap.bytes[slot]) return cap.bytes[slot];
+    if (cap.fraction[slot] > 0) return uint64_t(double(total(device, ctx)) * cap.fraction[slot]);
+  }
+  return 0;
+}
+
 bool draw(const Rule& r, int rule_index, uint64_t k) {
   if (r.probability < 0) return true;
   uint64_t h = splitmix(splitmix(r.seed ^ (uint64_t(rule_index + 1) << 48)) ^ k);

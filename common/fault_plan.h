@@ -76,6 +76,10 @@ void free_plan(Plan* plan);
 // "8GiB", "50%", "0=8GiB,1=20GiB" (device=limit), "all=8GiB".
 bool parse_mem_cap(const char* text, MemCap* cap, char* err, size_t err_cap);
 
+// The cap on device `device` in bytes, 0 when none: its own entry, else the one for every device;
+// a percentage asks `total(device)` for the device's memory (called only then).
+uint64_t cap_bytes(const MemCap& cap, int device, uint64_t (*total)(int device, void* ctx), void* ctx);
+
 // "1024", "64MiB", "1.5GiB", "2GB" (powers of 1000), "1G" (GiB).
 bool parse_bytes(const char* s, size_t len, uint64_t* out);
 

@@ -115,7 +115,7 @@ bool sid_matches(uint32_t sid, int r) {
   return (m >> r) & 1;
 }
 
-uint64_t device_total(int d) {
+uint64_t device_total(int d, void* = nullptr) {
   uint64_t t = __atomic_load_n(&g_total[d], __ATOMIC_RELAXED);
   if (t != 0) return t;
   using MemGetInfoFn = cudaError_t (*)(size_t*, size_t*);
@@ -128,15 +128,7 @@ uint64_t device_total(int d) {
   return t;
 }
 
-uint64_t cap_bytes(int d) {
-  if (d < 0 || d >= faults::kCapDevices) return 0;
-  constexpr int kAll = faults::kCapDevices;
-  if (g_cap.bytes[d]) return g_cap.bytes[d];
-  if (g_cap.fraction[d] > 0) return uint64_t(double(device_total(d)) * g_cap.fraction[d]);
-  if (g_cap.bytes[kAll]) return g_cap.bytes[kAll];
-  if (g_cap.fraction[kAll] > 0) return uint64_t(double(device_total(d)) * g_cap.fraction[kAll]);
-  return 0;
-}
+uint64_t cap_bytes(int d) { return faults::cap_bytes(g_cap, d, device_total, nullptr); }
 
 size_t alloc_slot(uintptr_t p) { return size_t((p >> 8) * 0x9e3779b97f4a7c15ull >> 44) & (kAllocSlots - 1); }
 
@@ -231,7 +223,7 @@ void faults_on_new_string(uint32_t id, const char* text, size_t len) {
   __atomic_store_n(&g_sid_rules[id], mask, __ATOMIC_RELEASE);
 }
 
-bool fault_decide(ThreadState&, ApiId api, trace::Library lib, const FaultCtx& c, FaultHit* hit) {
+bool fault_decide(ApiId api, trace::Library lib, const FaultCtx& c, FaultHit* hit) {
   trace::FileHeader* hdr = trace_header();
   uint64_t* matched = hdr ? hdr->fault_matched : nullptr;
   uint64_t* injected = hdr ? hdr->fault_injected : nullptr;

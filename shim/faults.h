@@ -48,7 +48,7 @@ void faults_on_new_string(uint32_t id, const char* text, size_t len);
 // Decides a faultable call; true when it must be replaced by hit->code. When the memory cap
 // weighed an allocation and let it through, hit->cap_device says where its bytes were
 // reserved: the caller reports the outcome with cap_settle.
-bool fault_decide(ThreadState& t, ApiId api, trace::Library lib, const FaultCtx& c, FaultHit* hit);
+bool fault_decide(ApiId api, trace::Library lib, const FaultCtx& c, FaultHit* hit);
 void cap_settle(const FaultHit& hit, uint64_t size, bool ok, const void* ptr);
 void cap_note_free(const void* ptr);
 void cap_adjust_meminfo(int device, size_t* free_bytes, size_t* total);

@@ -157,7 +157,7 @@ struct Interceptor<kApi, Ret (*)(A...)> {
         FaultCtx c;
         c.cap_checked = kDeviceAlloc;
         describe(t, c, a...);
-        if (fault_decide(t, kApi, kInfo.library, c, &hit)) {
+        if (fault_decide(kApi, kInfo.library, c, &hit)) {
           // Replaces the call: nothing runs, nothing is allocated.
           Ret ret = Ret(hit.code);
           if constexpr (kCudart) t.injected_error = hit.code;

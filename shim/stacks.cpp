@@ -1,6 +1,8 @@
 // Call-site capture: see stacks.h.
 #include "stacks.h"
 
+#include "python_paths.h"
+
 #include <dlfcn.h>
 #include <elf.h>
 #include <execinfo.h>
@@ -100,10 +102,7 @@ void probe_python() {
 
 // Files of installed packages and of the standard library, as opposed to the application's own:
 // a stack's Python frames stop at the first application frame (the line a user can change).
-bool library_file(const char* f) {
-  return strstr(f, "/site-packages/") != nullptr || strstr(f, "/dist-packages/") != nullptr ||
-         strstr(f, "/lib/python3") != nullptr || f[0] == '<';
-}
+bool library_file(const char* f) { return python_library_root(f) != kNotLibrary; }
 
 uint32_t intern_attr(void* obj, const char* attr, bool* library = nullptr) {
   void* v = g_py.get_attr(obj, attr);

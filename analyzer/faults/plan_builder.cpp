@@ -139,13 +139,9 @@ std::map<int, uint64_t> mem_cap_bytes(const std::string& text, const std::map<in
   MemCap cap;
   char err[256];
   if (!parse_mem_cap(text.c_str(), &cap, err, sizeof err)) return out;
-  constexpr int kAll = kCapDevices;
   for (const auto& [d, total] : totals) {
-    if (d < 0 || d >= kCapDevices) continue;
-    uint64_t bytes = cap.bytes[d]             ? cap.bytes[d]
-                     : cap.fraction[d] > 0    ? uint64_t(double(total) * cap.fraction[d])
-                     : cap.bytes[kAll]        ? cap.bytes[kAll]
-                                              : uint64_t(double(total) * cap.fraction[kAll]);
+    uint64_t t = total;
+    uint64_t bytes = cap_bytes(cap, d, [](int, void* ctx) { return *static_cast<uint64_t*>(ctx); }, &t);
     if (bytes) out[d] = bytes;
   }
   return out;

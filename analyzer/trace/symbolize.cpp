@@ -1,6 +1,8 @@
 // See symbolize.h.
 #include "trace/symbolize.h"
 
+#include "python_paths.h"
+
 #include <cxxabi.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -207,30 +209,11 @@ Symbol Symbolizer::resolve(const Trace& t, uint64_t pc) {
   return s;
 }
 
-namespace {
-
-// Installed packages and the standard library, as opposed to the application's own files.
-size_t library_root(const std::string& file) {
-  for (const char* marker : {"/site-packages/", "/dist-packages/"}) {
-    size_t at = file.find(marker);
-    if (at != std::string::npos) return at + std::strlen(marker);
-  }
-  size_t lib = file.find("/lib/python3");
-  if (lib != std::string::npos) {
-    size_t slash = file.find('/', lib + 12);
-    if (slash != std::string::npos) return slash + 1;
-  }
-  if (!file.empty() && file[0] == '<') return 0;  // <frozen ...>, <string>
-  return std::string::npos;
-}
-
-}  // namespace
-
-bool Symbolizer::is_library(const PyFrame& f) { return library_root(f.file) != std::string::npos; }
+bool Symbolizer::is_library(const PyFrame& f) { return python_library_root(f.file.c_str()) != kNotLibrary; }
 
 std::string Symbolizer::text(const PyFrame& f) {
-  size_t root = library_root(f.file);
-  std::string file = root == std::string::npos ? f.file : f.file.substr(root);
+  size_t root = python_library_root(f.file.c_str());
+  std::string file = root == kNotLibrary ? f.file : f.file.substr(root);
   return fmt::format("{}:{} in {}", file, f.line, f.function);
 }
 
