@@ -2,9 +2,11 @@
 // guard is held or tracing is off, otherwise time the real call and write one CallRecord whose
 // argument fields the API's Capture<> specialization fills in.
 //
-// Manners: the real call always happens; nothing here allocates, locks or logs
-// once the thread has a chunk; a missing real function returns the library's own error code,
-// is counted, and never crashes.
+// Manners: the real call always happens, unless a fault plan the user gave replaces it
+// (faults.h); nothing here allocates, locks or logs once the thread has a chunk (stacks and the
+// memory cap, taken only on the calls they are asked for, are the exceptions: stacks.h,
+// faults.h); a missing real function returns the library's own error code, is counted, and
+// never crashes.
 #pragma once
 
 #include <stdint.h>
