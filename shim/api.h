@@ -5,6 +5,7 @@
 // The tables themselves are the X-macro lists in cudart_hooks.h (and, per library, beside it).
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 #include <stdint.h>
@@ -13,8 +14,15 @@
 #include "cudart_internal.h"
 #include "cudart_hooks.h"
 #include "cudnn_hooks.h"
+#include "driver_hooks.h"
 
 namespace cuprobe {
+
+// c10::Device as PyTorch passes it by value (c10/core/Device.h): device type, then index.
+struct C10Device {
+  int8_t type;
+  int8_t index;
+};
 
 // Short names the tables use for trace::ApiFlags.
 namespace hook_flags {
@@ -34,12 +42,23 @@ inline constexpr uint32_t Quiet = trace::kApiQuiet;
 inline constexpr uint32_t CudnnExec = trace::kApiCudnnExec;
 inline constexpr uint32_t AlgoSearch = trace::kApiAlgoSearch;
 inline constexpr uint32_t WorkspaceQuery = trace::kApiWorkspaceQuery;
+inline constexpr uint32_t Physical = trace::kApiPhysical;
+inline constexpr uint32_t VaReserve = trace::kApiVaReserve;
+inline constexpr uint32_t VaFree = trace::kApiVaFree;
+inline constexpr uint32_t Map = trace::kApiMap;
+inline constexpr uint32_t Unmap = trace::kApiUnmap;
+inline constexpr uint32_t MemInfo = trace::kApiMemInfo;
+inline constexpr uint32_t EntryPoint = trace::kApiEntryPoint;
+inline constexpr uint32_t OomReport = trace::kApiOomReport;
+inline constexpr uint32_t Pooled = trace::kApiPooled;
 }  // namespace hook_flags
 
 #define CUPROBE_API_ID(ret, name, sig, params, args, flags) name,
 enum class ApiId : uint16_t {
   CUPROBE_CUDART_HOOKS(CUPROBE_API_ID)  //
   CUPROBE_CUDNN_HOOKS(CUPROBE_API_ID)   //
+  CUPROBE_DRIVER_HOOKS(CUPROBE_API_ID)  //
+  CUPROBE_TORCH_HOOKS(CUPROBE_API_ID)   //
   kCount
 };
 #undef CUPROBE_API_ID
@@ -57,12 +76,20 @@ struct ApiStatic {
   ApiStatic{#name, [] { using namespace hook_flags; return uint32_t(flags); }(), trace::Library::kCudart, ApiId::sig},
 #define CUPROBE_API_STATIC_CUDNN(ret, name, sig, params, args, flags) \
   ApiStatic{#name, [] { using namespace hook_flags; return uint32_t(flags); }(), trace::Library::kCudnn, ApiId::sig},
+#define CUPROBE_API_STATIC_DRIVER(ret, name, sig, params, args, flags) \
+  ApiStatic{#name, [] { using namespace hook_flags; return uint32_t(flags); }(), trace::Library::kDriver, ApiId::sig},
+#define CUPROBE_API_STATIC_TORCH(ret, name, sig, params, args, flags) \
+  ApiStatic{#name, [] { using namespace hook_flags; return uint32_t(flags); }(), trace::Library::kTorch, ApiId::sig},
 inline constexpr ApiStatic kApis[] = {
     CUPROBE_CUDART_HOOKS(CUPROBE_API_STATIC_CUDART)  //
     CUPROBE_CUDNN_HOOKS(CUPROBE_API_STATIC_CUDNN)    //
+    CUPROBE_DRIVER_HOOKS(CUPROBE_API_STATIC_DRIVER)  //
+    CUPROBE_TORCH_HOOKS(CUPROBE_API_STATIC_TORCH)    //
 };
 #undef CUPROBE_API_STATIC_CUDART
 #undef CUPROBE_API_STATIC_CUDNN
+#undef CUPROBE_API_STATIC_DRIVER
+#undef CUPROBE_API_STATIC_TORCH
 static_assert(sizeof(kApis) / sizeof(kApis[0]) == kApiCount);
 
 constexpr const ApiStatic& api_static(ApiId id) { return kApis[int(id)]; }

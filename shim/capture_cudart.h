@@ -2,11 +2,13 @@
 // code, device): one Capture<> specialization per base function of cudart_hooks.h. kFields
 // names the argument fields in the order after() writes them (encoding in trace_format.h);
 // readers learn the names from the ApiInfo records, so adding a field needs no reader change.
-// Outputs are read only when the call succeeded.
+// Outputs are read only when the call succeeded. A driver entry-point lookup's capture also hands
+// the program a recording wrapper instead of the driver function it found (driver_entry.h).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include "driver_entry.h"
 #include "hook.h"
 
 namespace cuprobe::shim {
@@ -24,10 +26,11 @@ inline const void* out_ptr(cudaError_t r, void* const* p) { return (r == cudaSuc
 
 template <>
 struct Capture<ApiId::cudaMalloc> {
-  static constexpr const char* kFields = "ptr:p,size:u";
+  static constexpr const char* kFields = "ptr:p,size:u,caller:p";
   static void after(CallWriter& w, cudaError_t r, void** p, size_t size) {
     w.p(out_ptr(r, p));
     w.u(size);
+    w.p(caller_of(w.thread()));
   }
 };
 
@@ -39,10 +42,11 @@ struct Capture<ApiId::cudaFree> {
 
 template <>
 struct Capture<ApiId::cudaMallocAsync> {
-  static constexpr const char* kFields = "ptr:p,size:u";
+  static constexpr const char* kFields = "ptr:p,size:u,caller:p";
   static void after(CallWriter& w, cudaError_t r, void** p, size_t size, cudaStream_t s) {
     w.p(out_ptr(r, p));
     w.u(size);
+    w.p(caller_of(w.thread()));
     w.stream(s);
   }
 };
@@ -58,22 +62,24 @@ struct Capture<ApiId::cudaFreeAsync> {
 
 template <>
 struct Capture<ApiId::cudaMallocFromPoolAsync> {
-  static constexpr const char* kFields = "ptr:p,size:u,pool:p";
+  static constexpr const char* kFields = "ptr:p,size:u,pool:p,caller:p";
   static void after(CallWriter& w, cudaError_t r, void** p, size_t size, cudaMemPool_t pool, cudaStream_t s) {
     w.p(out_ptr(r, p));
     w.u(size);
     w.p(pool);
+    w.p(caller_of(w.thread()));
     w.stream(s);
   }
 };
 
 template <>
 struct Capture<ApiId::cudaMallocManaged> {
-  static constexpr const char* kFields = "ptr:p,size:u,flags:x";
+  static constexpr const char* kFields = "ptr:p,size:u,flags:x,caller:p";
   static void after(CallWriter& w, cudaError_t r, void** p, size_t size, unsigned int flags) {
     w.p(out_ptr(r, p));
     w.u(size);
     w.u(flags);
+    w.p(caller_of(w.thread()));
   }
 };
 
@@ -321,6 +327,7 @@ struct Capture<ApiId::cudaGetDriverEntryPoint> {
     w.p(out_ptr(r, fn));
     w.u(flags);
     w.i(status ? int64_t(*status) : -1);
+    if (r == cudaSuccess && fn != nullptr) *fn = driver_entry_for_lookup(symbol, *fn, CUDART_VERSION, flags);
   }
 };
 
@@ -334,6 +341,7 @@ struct Capture<ApiId::cudaGetDriverEntryPointByVersion> {
     w.u(version);
     w.u(flags);
     w.i(status ? int64_t(*status) : -1);
+    if (r == cudaSuccess && fn != nullptr) *fn = driver_entry_for_lookup(symbol, *fn, int(version), flags);
   }
 };
 

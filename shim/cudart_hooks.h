@@ -23,20 +23,20 @@
   X(cudaError_t, cudaFree, cudaFree, (void* devPtr), (devPtr), DeviceFree)                        \
   X(cudaError_t, cudaMallocAsync, cudaMallocAsync,                                                \
     (void** devPtr, size_t size, cudaStream_t hStream), (devPtr, size, hStream),                  \
-    DeviceAlloc | InitsDevice | Faultable)                                                        \
+    DeviceAlloc | Pooled | InitsDevice | Faultable)                                               \
   X(cudaError_t, cudaMallocAsync_ptsz, cudaMallocAsync,                                           \
     (void** devPtr, size_t size, cudaStream_t hStream), (devPtr, size, hStream),                  \
-    DeviceAlloc | InitsDevice | Faultable)                                                        \
+    DeviceAlloc | Pooled | InitsDevice | Faultable)                                               \
   X(cudaError_t, cudaFreeAsync, cudaFreeAsync, (void* devPtr, cudaStream_t hStream),              \
-    (devPtr, hStream), DeviceFree)                                                                \
+    (devPtr, hStream), DeviceFree | Pooled)                                                       \
   X(cudaError_t, cudaFreeAsync_ptsz, cudaFreeAsync, (void* devPtr, cudaStream_t hStream),         \
-    (devPtr, hStream), DeviceFree)                                                                \
+    (devPtr, hStream), DeviceFree | Pooled)                                                       \
   X(cudaError_t, cudaMallocFromPoolAsync, cudaMallocFromPoolAsync,                                \
     (void** ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream),                        \
-    (ptr, size, memPool, stream), DeviceAlloc | InitsDevice | Faultable)                          \
+    (ptr, size, memPool, stream), DeviceAlloc | Pooled | InitsDevice | Faultable)                 \
   X(cudaError_t, cudaMallocFromPoolAsync_ptsz, cudaMallocFromPoolAsync,                           \
     (void** ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream),                        \
-    (ptr, size, memPool, stream), DeviceAlloc | InitsDevice | Faultable)                          \
+    (ptr, size, memPool, stream), DeviceAlloc | Pooled | InitsDevice | Faultable)                 \
   X(cudaError_t, cudaMallocManaged, cudaMallocManaged,                                            \
     (void** devPtr, size_t size, unsigned int flags), (devPtr, size, flags),                      \
     DeviceAlloc | InitsDevice | Faultable)                                                        \
@@ -56,7 +56,7 @@
     (void* ptr, size_t size, unsigned int flags), (ptr, size, flags), HostAlloc)                  \
   X(cudaError_t, cudaHostUnregister, cudaHostUnregister, (void* ptr), (ptr), HostFree)            \
   X(cudaError_t, cudaMemGetInfo, cudaMemGetInfo, (size_t * free, size_t* total), (free, total),   \
-    InitsDevice)                                                                                  \
+    MemInfo | InitsDevice)                                                                        \
   /* devices */                                                                                   \
   X(cudaError_t, cudaSetDevice, cudaSetDevice, (int device), (device), InitsDevice)               \
   X(cudaError_t, cudaGetDevice, cudaGetDevice, (int* device), (device), Counted)                  \

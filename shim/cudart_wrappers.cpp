@@ -12,7 +12,7 @@ namespace cuprobe::shim {
 #define CUPROBE_CUDART_WRAPPER(ret, name, sig, params, args, flags)                                        \
   static_assert(std::is_same_v<decltype(&::sig), ret(*) params>,                                           \
                 "cudart_hooks.h: " #name " does not match the declaration of " #sig " in cuda_runtime_api.h"); \
-  CUPROBE_EXPORT ret name params { return Interceptor<ApiId::name, decltype(&::sig)>::call args; }
+  CUPROBE_EXPORT ret name params CUPROBE_WRAPPER_BODY(name, sig, args)
 CUPROBE_CUDART_HOOKS(CUPROBE_CUDART_WRAPPER)
 #undef CUPROBE_CUDART_WRAPPER
 

@@ -12,7 +12,7 @@ namespace cuprobe::shim {
 #define CUPROBE_CUDNN_WRAPPER(ret, name, sig, params, args, flags)                                    \
   static_assert(std::is_same_v<decltype(&::sig), ret(*) params>,                                      \
                 "cudnn_hooks.h: " #name " does not match the declaration of " #sig " in cuDNN 9"); \
-  CUPROBE_EXPORT ret name params { return Interceptor<ApiId::name, decltype(&::sig)>::call args; }
+  CUPROBE_EXPORT ret name params CUPROBE_WRAPPER_BODY(name, sig, args)
 CUPROBE_CUDNN_HOOKS(CUPROBE_CUDNN_WRAPPER)
 #undef CUPROBE_CUDNN_WRAPPER
 

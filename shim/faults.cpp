@@ -1,6 +1,7 @@
 // Fault mode: see faults.h.
 #include "faults.h"
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -16,6 +17,15 @@
 #include "resolve.h"
 
 namespace cuprobe::shim {
+
+// Driver calls are given the plan's CUDA runtime codes: for every error a plan can name, the
+// driver's code is the same number.
+static_assert(int(CUDA_ERROR_OUT_OF_MEMORY) == int(cudaErrorMemoryAllocation));
+static_assert(int(CUDA_ERROR_NOT_SUPPORTED) == int(cudaErrorNotSupported));
+static_assert(int(CUDA_ERROR_INVALID_VALUE) == int(cudaErrorInvalidValue));
+static_assert(int(CUDA_ERROR_UNKNOWN) == int(cudaErrorUnknown));
+static_assert(int(CUDA_ERROR_LAUNCH_FAILED) == int(cudaErrorLaunchFailure));
+static_assert(int(CUDA_ERROR_NOT_INITIALIZED) == int(cudaErrorInitializationError));
 
 bool g_faults_on = false;
 bool g_cap_on = false;
@@ -120,6 +130,8 @@ uint64_t device_total(int d, void* = nullptr) {
   if (t != 0) return t;
   using MemGetInfoFn = cudaError_t (*)(size_t*, size_t*);
   auto fn = reinterpret_cast<MemGetInfoFn>(real_function(ApiId::cudaMemGetInfo));
+  // A process that uses the driver alone asks the driver (same signature, same success code).
+  if (fn == nullptr) fn = reinterpret_cast<MemGetInfoFn>(real_function(ApiId::cuMemGetInfo_v2));
   size_t free_b = 0, total_b = 0;
   if (fn != nullptr && fn(&free_b, &total_b) == cudaSuccess) {
     t = total_b;

@@ -13,6 +13,7 @@
 
 #ifdef CUPROBE_GLIBC_BASE
 __asm__(".symver dlsym,dlsym@" CUPROBE_GLIBC_BASE);
+__asm__(".symver dlvsym,dlvsym@" CUPROBE_GLIBC_BASE);
 __asm__(".symver dlopen,dlopen@" CUPROBE_GLIBC_BASE);
 __asm__(".symver dlclose,dlclose@" CUPROBE_GLIBC_BASE);
 __asm__(".symver dladdr,dladdr@" CUPROBE_GLIBC_BASE);

@@ -17,6 +17,7 @@
 #include "api.h"
 #include "clock.h"
 #include "faults.h"
+#include "mem_sample.h"
 #include "stacks.h"
 #include "process_info.h"
 #include "recorder.h"
@@ -129,7 +130,9 @@ struct Interceptor<kApi, Ret (*)(A...)> {
   static constexpr bool kDeviceAlloc = (kInfo.flags & trace::kApiDeviceAlloc) != 0;
   static constexpr bool kDeviceFree = (kInfo.flags & trace::kApiDeviceFree) != 0;
   static constexpr bool kCudart = kInfo.library == trace::Library::kCudart;
-  static constexpr int kPtrField = field_pos(Cap::kFields, "ptr");
+  // What an allocation or free names: an address, or a physical memory handle (cuMemCreate).
+  static constexpr int kPtrField =
+      field_pos(Cap::kFields, "ptr") >= 0 ? field_pos(Cap::kFields, "ptr") : field_pos(Cap::kFields, "handle");
   static constexpr int kSizeField = field_pos(Cap::kFields, "size");
 
   static Ret call(A... a) {
@@ -179,7 +182,7 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     if constexpr (kCudart) {
       if (__builtin_expect(t.injected_error != 0, 0)) ret = last_error(t, ret);
     }
-    if constexpr (kSig == ApiId::cudaMemGetInfo) {
+    if constexpr ((kInfo.flags & trace::kApiMemInfo) != 0) {
       if (g_cap_on && Traits::ok(ret)) cap_adjust_meminfo(Traits::device(t), a...);
     }
     write(t, ret, start, end - start, &hit, a...);
@@ -209,12 +212,15 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     }
   }
 
-  // A failed cudaMalloc leaves *devPtr NULL (seen on the real runtime, docs/validation.md);
-  // an injected failure of an allocation does the same.
+  // A failed cudaMalloc leaves *devPtr NULL, a failed cuMemAlloc* *dptr 0, while a failed
+  // cuMemCreate leaves its handle alone (seen on an H200, docs/validation.md): an injected
+  // failure does the same.
   template <typename First, typename... Rest>
   static void clear_allocation(First first, Rest...) {
     if constexpr (std::is_same_v<First, void**>) {
       if (first != nullptr) *first = nullptr;
+    } else if constexpr (std::is_same_v<First, CUdeviceptr*> && (kInfo.flags & trace::kApiPhysical) == 0) {
+      if (first != nullptr) *first = 0;
     }
   }
   static void clear_allocation() {}
@@ -280,6 +286,13 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     if constexpr ((kInfo.flags & trace::kApiInitsDevice) != 0) {
       if (Traits::ok(ret) && device >= 0) note_device(device);
     }
+    finish(t, rec, w, ret, start, dur, fault, device, tail);
+    // Injected failures are not the device's: only genuine ones ask for a sample at once.
+    if constexpr (kDeviceAlloc) maybe_sample_memory(t, device, !Traits::ok(ret) && fault->rule < 0);
+  }
+
+  static void finish(ThreadState& t, trace::CallRecord* rec, CallWriter& w, Ret ret, uint64_t start, uint64_t dur,
+                     const FaultHit* fault, int device, uint64_t* tail) {
     if (rec == nullptr) return;
     int n = w.count();
     uint8_t flags = 0;
@@ -334,3 +347,18 @@ struct Interceptor<kApi, Ret (*)(A...)> {
 }  // namespace cuprobe::shim
 
 #define CUPROBE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace cuprobe::shim {
+// Allocation wrappers remember their return address (ThreadState::caller), so that captures can
+// name the module that asked for the memory: PyTorch's allocator, NCCL, cuBLAS, ...
+inline constexpr uint32_t kCallerApis = trace::kApiDeviceAlloc | trace::kApiHostAlloc | trace::kApiVaReserve;
+inline const void* caller_of(const ThreadState& t) { return t.caller; }
+}  // namespace cuprobe::shim
+
+// The body of every generated wrapper.
+#define CUPROBE_WRAPPER_BODY(name, sig, args)                                                          \
+  {                                                                                                    \
+    if constexpr ((::cuprobe::api_static(::cuprobe::ApiId::name).flags & ::cuprobe::shim::kCallerApis) != 0) \
+      ::cuprobe::shim::t_state.caller = __builtin_return_address(0);                                   \
+    return ::cuprobe::shim::Interceptor<::cuprobe::ApiId::name, decltype(&::sig)>::call args;          \
+  }

@@ -87,6 +87,7 @@ void write_process_info() {
 void write_api_table() {
   register_cudart_fields();
   register_cudnn_fields();
+  register_driver_fields();
   MetaWriter w;
   for (int id = 0; id < kApiCount; ++id) {
     const ApiStatic& a = kApis[id];

@@ -33,4 +33,5 @@ namespace cuprobe::shim {
 extern const char* g_api_fields[kApiCount];
 void register_cudart_fields();
 void register_cudnn_fields();
+void register_driver_fields();
 }  // namespace cuprobe::shim

@@ -4,6 +4,7 @@
 #include "recorder.h"
 
 #include "faults.h"
+#include "mem_sample.h"
 #include "stacks.h"
 
 #include <errno.h>
@@ -140,6 +141,7 @@ void do_configure() {
   clock_init(getenv("CUPROBE_CLOCK"));
   fill_anchor(&g_process_start);
   faults_configure();
+  mem_sample_configure();
   stacks_configure();
   pthread_key_create(&g_thread_key, on_thread_exit);
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
@@ -517,6 +519,7 @@ void atfork_child() {
   reset_process_info_after_fork();
   fill_anchor(&g_process_start);
   faults_after_fork();
+  mem_sample_after_fork();
   stacks_after_fork();
   pthread_mutex_init(&g_start_mutex, nullptr);
   pthread_mutex_init(&g_meta_mutex, nullptr);
@@ -621,6 +624,8 @@ void setup_state(ThreadState& t, uint32_t tid) {
 }
 
 }  // namespace
+
+bool tracing_on() { return configure() == kProcessOn; }
 
 uint32_t thread_setup(ThreadState& t) {
   if (t.mode != kThreadUnset) return t.mode;

@@ -38,11 +38,15 @@ struct ThreadState {
   int32_t injected_error;  // a CUDA runtime error the fault plan returned that the runtime's
                            // own last-error state does not know about; 0 when none
   uint64_t inflight_start;
+  const void* caller;  // return address of the current allocation wrapper (its calling module)
 };
 
 extern __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
 
 extern bool g_launch_events;  // CUPROBE_LAUNCH_EVENTS=1: counted APIs are recorded as events
+
+// Whether this process traces at all (configured, and not CUPROBE_DISABLE=1). Creates nothing.
+bool tracing_on();
 
 // Sets the calling thread up (configuration, the process's trace file, a first chunk).
 // Returns the thread's mode afterwards: kThreadReady, or kThreadOff when nothing is traced.

@@ -13,7 +13,7 @@ void* g_real[kApiCount];
 
 namespace {
 
-constexpr int kLibraries = 4;  // indexed by trace::Library
+constexpr int kLibraries = 5;  // indexed by trace::Library
 
 struct LibraryCopy {
   void* handle;  // atomic
@@ -26,6 +26,7 @@ const char* soname_prefix(trace::Library lib) {
     case trace::Library::kCudart: return "libcudart.so";
     case trace::Library::kCudnn: return "libcudnn.so";
     case trace::Library::kDriver: return "libcuda.so";
+    case trace::Library::kTorch: return "libc10.so";
   }
   return "";
 }
@@ -88,18 +89,66 @@ void* mapped_library_handle(trace::Library lib) {
   return h;
 }
 
-bool inside_self(void* p) {
-  Dl_info di;
-  return dladdr(p, &di) != 0 && reinterpret_cast<uintptr_t>(di.dli_fbase) == self_base();
+using DlsymFn = void* (*)(void*, const char*);
+DlsymFn g_dlsym;
+
+}  // namespace
+
+namespace {
+
+// The shim's own mapped address range, found once (dladdr takes the loader's lock and walks every
+// object: microseconds, too slow for each driver entry-point lookup).
+uintptr_t g_self_lo, g_self_hi;
+
+int self_range_callback(struct dl_phdr_info* info, size_t, void* base) {
+  if (uintptr_t(info->dlpi_addr) != *static_cast<uintptr_t*>(base)) return 0;
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    lo = lo < info->dlpi_addr + ph.p_vaddr ? lo : info->dlpi_addr + ph.p_vaddr;
+    hi = hi > info->dlpi_addr + ph.p_vaddr + ph.p_memsz ? hi : info->dlpi_addr + ph.p_vaddr + ph.p_memsz;
+  }
+  __atomic_store_n(&g_self_lo, lo, __ATOMIC_RELAXED);
+  __atomic_store_n(&g_self_hi, hi, __ATOMIC_RELEASE);
+  return 1;
 }
 
 }  // namespace
 
+bool in_shim(const void* p) {
+  if (__atomic_load_n(&g_self_hi, __ATOMIC_ACQUIRE) == 0) {
+    uintptr_t base = self_base();
+    dl_iterate_phdr(self_range_callback, &base);
+  }
+  uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  return a >= __atomic_load_n(&g_self_lo, __ATOMIC_RELAXED) && a < __atomic_load_n(&g_self_hi, __ATOMIC_ACQUIRE);
+}
+
+void* real_dlsym_address() {
+  auto fn = __atomic_load_n(&g_dlsym, __ATOMIC_ACQUIRE);
+  if (fn != nullptr) return reinterpret_cast<void*>(fn);
+  // glibc 2.34 moved dlsym into libc under a new version and kept the old one; older ones have
+  // only the old one (in libdl). The shim's own dlsym is not "next" to itself.
+  void* p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+#ifdef CUPROBE_GLIBC_BASE
+  if (p == nullptr) p = dlvsym(RTLD_NEXT, "dlsym", CUPROBE_GLIBC_BASE);
+#endif
+  if (p == nullptr) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+  __atomic_store_n(&g_dlsym, reinterpret_cast<DlsymFn>(p), __ATOMIC_RELEASE);
+  return p;
+}
+
+void* real_dlsym(void* handle, const char* name) {
+  auto fn = reinterpret_cast<DlsymFn>(real_dlsym_address());
+  return fn ? fn(handle, name) : nullptr;
+}
+
 void* resolve_in_library(trace::Library lib, const char* name) {
-  void* p = dlsym(RTLD_NEXT, name);
-  if (p != nullptr && !inside_self(p)) return p;
+  void* p = real_dlsym(RTLD_NEXT, name);
+  if (p != nullptr && !in_shim(p)) return p;
   void* h = mapped_library_handle(lib);
-  return h ? dlsym(h, name) : nullptr;
+  return h ? real_dlsym(h, name) : nullptr;
 }
 
 void* resolve_slot(ApiId id) {

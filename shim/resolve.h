@@ -25,6 +25,14 @@ inline void* real_function(ApiId id) {
 // `name` from the mapped copy of `lib` (for functions the shim calls but does not hook).
 void* resolve_in_library(trace::Library lib, const char* name);
 
+// True when `p` points into the shim itself.
+bool in_shim(const void* p);
+
+// The C library's dlsym, never the shim's interposer (dlsym_stub.S): the shim's own lookups must
+// not be handed its own wrappers. RTLD_NEXT in `handle` means "after the shim".
+void* real_dlsym(void* handle, const char* name);
+void* real_dlsym_address();
+
 // Path of the mapped copy of `lib` that calls are forwarded to ("" when none was found yet).
 const char* library_path(trace::Library lib);
 

@@ -1,6 +1,8 @@
 // Call-site capture: see stacks.h.
 #include "stacks.h"
 
+#include "resolve.h"
+
 #include "python_paths.h"
 
 #include <dlfcn.h>
@@ -73,7 +75,7 @@ uint32_t g_py_probed;
 
 template <typename F>
 void find(F& f, const char* name) {
-  f = reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
+  f = reinterpret_cast<F>(real_dlsym(RTLD_DEFAULT, name));
 }
 
 void probe_python() {
@@ -92,9 +94,9 @@ void probe_python() {
   find(g_py.err_occurred, "PyErr_Occurred");
   find(g_py.this_thread_state, "PyGILState_GetThisThreadState");
   find(g_py.version, "Py_GetVersion");
-  g_py.code_type = reinterpret_cast<uintptr_t>(dlsym(RTLD_DEFAULT, "PyCode_Type"));
-  g_py.unicode_type = reinterpret_cast<uintptr_t>(dlsym(RTLD_DEFAULT, "PyUnicode_Type"));
-  g_py.bytes_type = reinterpret_cast<uintptr_t>(dlsym(RTLD_DEFAULT, "PyBytes_Type"));
+  g_py.code_type = reinterpret_cast<uintptr_t>(real_dlsym(RTLD_DEFAULT, "PyCode_Type"));
+  g_py.unicode_type = reinterpret_cast<uintptr_t>(real_dlsym(RTLD_DEFAULT, "PyUnicode_Type"));
+  g_py.bytes_type = reinterpret_cast<uintptr_t>(real_dlsym(RTLD_DEFAULT, "PyBytes_Type"));
   g_py.ok = g_py.is_initialized && g_py.gil_check && g_py.get_frame && g_py.frame_code && g_py.frame_back &&
             g_py.frame_line && g_py.get_attr && g_py.utf8 && g_py.decref && g_py.gc_disable && g_py.gc_enable &&
             g_py.err_clear && g_py.err_occurred;

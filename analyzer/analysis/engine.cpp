@@ -67,8 +67,22 @@ json summarize(const std::vector<std::unique_ptr<reader::Trace>>& traces, const 
     }
     json mem = json::array();
     for (const auto& [d, m] : p.memory) {
-      mem.push_back({{"device", d}, {"allocated", m.allocated}, {"allocations", m.allocations}, {"peak", m.peak},
-                     {"device_memory", m.total_mem}});
+      json owners = json::object();
+      for (const auto& [owner, bytes] : m.live_by_owner) owners[owner] = bytes;
+      json entry = {{"device", d},
+                    {"allocated", m.allocated},
+                    {"allocations", m.allocations},
+                    {"peak", m.peak},
+                    {"physical_peak", m.physical_peak},
+                    {"reserved_peak", m.reserved_peak},
+                    {"peak_by_owner", owners},
+                    {"device_memory", m.total_mem}};
+      auto c = p.coverage.find(d);
+      if (c != p.coverage.end()) {
+        entry["samples"] = c->second.samples;
+        entry["unaccounted"] = c->second.max_unaccounted;
+      }
+      mem.push_back(std::move(entry));
     }
     std::string state = t.state() == trace::FileState::kExited     ? "exited"
                         : t.state() == trace::FileState::kSignaled ? fmt::format("signal {}", t.end_signal())
@@ -230,6 +244,17 @@ void print_report(const Report& r, bool color, FILE* out) {
     for (const auto& m : p["memory"]) {
       mem += fmt::format("{}device {}: {} allocated, peak {}", mem.empty() ? "" : "; ", m["device"].get<int>(),
                          human_bytes(m["allocated"].get<uint64_t>()), human_bytes(m["peak"].get<uint64_t>()));
+      std::vector<std::pair<uint64_t, std::string>> owners;
+      for (auto it = m["peak_by_owner"].begin(); it != m["peak_by_owner"].end(); ++it) {
+        if (it.value().get<uint64_t>() != 0) owners.emplace_back(it.value().get<uint64_t>(), it.key());
+      }
+      std::sort(owners.rbegin(), owners.rend());
+      std::string split;
+      for (const auto& [bytes, owner] : owners) split += fmt::format("{}{} {}", split.empty() ? "" : ", ", owner, human_bytes(bytes));
+      if (!split.empty() && (owners.size() > 1 || owners[0].second != "unknown")) mem += " (" + split + ")";
+      if (m.value("reserved_peak", uint64_t(0)) != 0) {
+        mem += fmt::format(", {} of address space reserved", human_bytes(m["reserved_peak"].get<uint64_t>()));
+      }
     }
     fmt::print(out, "  pid {}{}: {} events, {}, {}, {} searches{}{}\n", p["pid"].get<uint32_t>(),
                p["rank"].get<int>() >= 0 ? fmt::format(" rank {}", p["rank"].get<int>()) : "",

@@ -10,6 +10,7 @@
 #include <deque>
 #include <regex>
 #include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -31,7 +32,14 @@ struct ApiView {
   bool legacy_exec = false;
   int ptr = -1, size = -1, problem = -1, problem_hash = -1, engine = -1, knobs = -1, algo = -1, align = -1, notes = -1;
   int plan = -1, desc = -1;
+  int caller = -1, free_bytes = -1, total = -1;
+  bool physical = false;  // allocations and frees name a physical memory handle, not an address
 };
+
+// Physical handles and addresses are different name spaces: live allocations keep handles
+// under this tag so that a handle's value can never release an address.
+constexpr uint64_t kHandleTag = 1ull << 63;
+uint64_t live_key(const ApiView& v, uint64_t value) { return v.physical ? value | kHandleTag : value; }
 
 uint64_t field(const reader::Event& e, int i) { return i >= 0 && i < e.nargs ? e.args[i] : 0; }
 
@@ -40,8 +48,10 @@ uint64_t field(const reader::Event& e, int i) { return i >= 0 && i < e.nargs ? e
 struct LiveAllocation {
   uint64_t size = 0;
   uint64_t ts_ns = 0;
+  uint64_t caller = 0;
   uint32_t tid = 0;
   uint16_t api = 0;
+  int16_t device = -1;
   bool during_search = false;
   uint32_t stack = 0;
   std::string search_problem;  // only while cuDNN chose a plan (rare)
@@ -55,10 +65,31 @@ Allocation describe(const reader::Trace& trace, uint64_t ptr, const LiveAllocati
   a.tid = l.tid;
   a.stack = l.stack;
   a.api = trace.api_name(l.api);
-  a.purpose = l.during_search             ? "workspace while cuDNN chose a plan for " + l.search_problem
-              : (l.size % (2u << 20)) == 0 ? "caching-allocator segment"
-                                           : "allocation";
+  const reader::Api* api = trace.api(l.api);
+  a.owner = api ? owner_of(trace, *api, l.caller, l.stack) : "unknown";
+  bool physical = api && (api->flags & trace::kApiPhysical);
+  bool torch_allocator = a.owner.rfind("PyTorch", 0) == 0;
+  a.purpose = l.during_search ? "workspace while cuDNN chose a plan for " + l.search_problem
+              : physical      ? "physical memory mapped into a reserved range"
+              : torch_allocator && (l.size % (2u << 20)) == 0 ? "caching-allocator segment"
+              : a.owner != "unknown" && !torch_allocator      ? "allocated by " + a.owner
+                                                              : "allocation";
   return a;
+}
+
+// Owners of the live allocations on `device`, by bytes.
+std::map<std::string, uint64_t> live_by_owner(const reader::Trace& trace,
+                                              const std::unordered_map<uint64_t, LiveAllocation>& live, int device) {
+  std::map<std::pair<uint16_t, std::pair<uint64_t, uint32_t>>, uint64_t> by_site;  // (api, caller, stack) -> bytes
+  for (const auto& [key, a] : live) {
+    if (a.device == device) by_site[{a.api, {a.caller, a.caller ? 0 : a.stack}}] += a.size;
+  }
+  std::map<std::string, uint64_t> out;
+  for (const auto& [site, bytes] : by_site) {
+    const reader::Api* api = trace.api(site.first);
+    out[api ? owner_of(trace, *api, site.second.first, site.second.second) : "unknown"] += bytes;
+  }
+  return out;
 }
 
 struct Churn {
@@ -123,6 +154,66 @@ std::string human_bytes(uint64_t n) {
   if (n >= (1ull << 20)) return fmt::format("{:.1f} MiB", double(n) / double(1ull << 20));
   if (n >= (1ull << 10)) return fmt::format("{:.1f} KiB", double(n) / double(1ull << 10));
   return fmt::format("{} B", n);
+}
+
+std::string torch_bytes(uint64_t n) {
+  if (n >= (1ull << 30)) return fmt::format("{:.2f} GiB", double(n) / double(1ull << 30));
+  if (n >= (1ull << 20)) return fmt::format("{:.2f} MiB", double(n) / double(1ull << 20));
+  if (n >= (1ull << 10)) return fmt::format("{:.2f} KiB", double(n) / double(1ull << 10));
+  return fmt::format("{} bytes", n);
+}
+
+uint64_t torch_allocation_size(uint64_t rounded) {
+  constexpr uint64_t kMiB = 1ull << 20;
+  if (rounded <= kMiB) return 2 * kMiB;
+  if (rounded < 10 * kMiB) return 20 * kMiB;
+  return (rounded + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB);
+}
+
+namespace {
+
+std::string base_name(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Modules whose frames are the CUDA libraries or cuprobe itself, never an owner.
+bool plumbing(const std::string& base) {
+  return base.rfind("libcuprobe", 0) == 0 || base.rfind("libcudart", 0) == 0 || base.rfind("libcuda.so", 0) == 0;
+}
+
+std::string owner_from_module(const std::string& base, const reader::Api& api) {
+  if (base.rfind("libc10_cuda", 0) == 0) {
+    if (api.flags & (trace::kApiPhysical | trace::kApiVaReserve)) return "PyTorch caching allocator (expandable segments)";
+    if (api.name.rfind("cudaMallocAsync", 0) == 0 || api.name.rfind("cudaMallocFromPool", 0) == 0)
+      return "PyTorch (cudaMallocAsync backend)";
+    return "PyTorch caching allocator";
+  }
+  if (base.rfind("libnccl", 0) == 0) return "NCCL";
+  if (base.rfind("libcublas", 0) == 0) return "cuBLAS";
+  if (base.rfind("libcudnn", 0) == 0) return "cuDNN";
+  if (base.rfind("libtorch", 0) == 0) return "PyTorch";
+  return base;
+}
+
+}  // namespace
+
+std::string owner_of(const reader::Trace& trace, const reader::Api& api, uint64_t caller, uint32_t stack) {
+  if (caller != 0) {
+    if (const reader::Module* m = trace.module_of(caller)) {
+      std::string base = base_name(m->path);
+      if (!plumbing(base)) return owner_from_module(base, api);
+    }
+  }
+  if (const reader::Stack* st = stack ? trace.stack(stack) : nullptr) {
+    for (uint64_t pc : st->pcs) {
+      const reader::Module* m = trace.module_of(pc);
+      if (m == nullptr) continue;
+      std::string base = base_name(m->path);
+      if (!plumbing(base)) return owner_from_module(base, api);
+    }
+  }
+  return "unknown";
 }
 
 ProblemShape parse_problem(const std::string& problem) {
@@ -259,7 +350,12 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
     v.backend_execute = a.name == "cudnnBackendExecute";
     v.finalize = a.name == "cudnnBackendFinalize";
     v.legacy_exec = (a.flags & trace::kApiCudnnExec) && a.name.rfind("cudnnConvolution", 0) == 0;
+    v.physical = (a.flags & trace::kApiPhysical) != 0;
     v.ptr = a.field_index("ptr");
+    if (v.ptr < 0) v.ptr = a.field_index("handle");
+    v.caller = a.field_index("caller");
+    v.free_bytes = a.field_index("free");
+    v.total = a.field_index("total");
     v.size = a.field_index("size");
     v.problem = a.field_index("problem");
     v.problem_hash = a.field_index("problem_hash");
@@ -321,6 +417,26 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
   std::vector<Failure> failures;
 
   std::unordered_map<uint64_t, LiveAllocation> live;
+  // Live bytes per device and allocation site (API, calling module address or stack), and their
+  // split at the device's peak: owners are named once, at the end.
+  using Site = std::pair<uint16_t, uint64_t>;
+  std::map<int, std::map<Site, uint64_t>> site_live, peak_sites;
+  // Physical pages each thread created since its last mapping: the pieces of a request in progress.
+  std::unordered_map<uint32_t, uint64_t> pending_pages;
+  auto describe_live = [&](OomEvent& o) {
+    const DeviceMemory& m = f.memory[o.device];
+    o.live = m.live;
+    o.peak = m.peak;
+    std::vector<std::pair<uint64_t, const LiveAllocation*>> on_device;
+    for (const auto& [key, a] : live) {
+      if (a.device == o.device) on_device.emplace_back(key & ~kHandleTag, &a);
+    }
+    size_t n = std::min(kLargest, on_device.size());
+    std::partial_sort(on_device.begin(), on_device.begin() + ptrdiff_t(n), on_device.end(),
+                      [](const auto& x, const auto& y) { return x.second->size > y.second->size; });
+    for (size_t k = 0; k < n; ++k) o.largest.push_back(describe(trace, on_device[k].first, *on_device[k].second));
+    o.live_by_owner = live_by_owner(trace, live, o.device);
+  };
   // Out-of-memory bookkeeping: each thread's latest failure until its next allocation, and the
   // failures not yet followed by successful work.
   std::unordered_map<uint32_t, size_t> last_oom_of_thread;
@@ -377,8 +493,10 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
       // Churn is memory taken and given back in the steady state; failed calls and the caching
       // allocator's flush after an out-of-memory failure are the out-of-memory story instead.
       bool flushing = last_oom_of_thread.count(e.tid) != 0;
+      // A pool's allocations are cheap by design (memory stays in the pool): never churn.
+      bool pooled = (v.flags & trace::kApiPooled) != 0;
       for (Churn* c : churn) {
-        if (c && e.ret == 0 && !flushing) {
+        if (c && e.ret == 0 && !flushing && !pooled) {
           ++c->allocs;
           c->ns += e.dur_ns;
           c->bytes += size;
@@ -391,6 +509,8 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
         a.ts_ns = e.ts_ns;
         a.tid = e.tid;
         a.api = e.api;
+        a.device = e.device;
+        a.caller = field(e, v.caller);
         a.stack = e.stack;
         if (selecting) {
           a.during_search = true;
@@ -399,9 +519,25 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
         m.allocated += size;
         ++m.allocations;
         m.live += size;
-        m.peak = std::max(m.peak, m.live);
-        live[field(e, v.ptr)] = std::move(a);
-        auto last = last_oom_of_thread.find(e.tid);
+        if (v.physical) {
+          m.physical_live += size;
+          m.physical_peak = std::max(m.physical_peak, m.physical_live);
+        }
+        if (pooled) {
+          m.pooled_live += size;
+          m.pooled_peak = std::max(m.pooled_peak, m.pooled_live);
+        }
+        if (v.physical) pending_pages[e.tid] += size;
+        Site site{e.api, a.caller ? a.caller : uint64_t(a.stack) | kHandleTag};
+        site_live[e.device][site] += size;
+        if (m.live > m.peak) {
+          m.peak = m.live;
+          peak_sites[e.device] = site_live[e.device];
+        }
+        live[live_key(v, field(e, v.ptr))] = std::move(a);
+        // A physical page is a piece of a request (a mapping is made of them): whether the request
+        // got its memory is known when it is mapped, not when one more page could be had.
+        auto last = v.physical ? last_oom_of_thread.end() : last_oom_of_thread.find(e.tid);
         if (last != last_oom_of_thread.end()) {
           OomEvent& oom = f.ooms[last->second];
           if (oom.requested == size && oom.device == e.device) oom.retried_ok = true;
@@ -409,22 +545,21 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
         }
         mark_continued();
       } else if (e.ret == kCudaOom) {
+        // A pool that failed to grow by `size` may keep what it got before failing (seen on an
+        // H200: 19 GiB of a 30 GiB cudaMallocAsync stayed in the pool).
+        if (pooled) m.pooled_peak = std::max(m.pooled_peak, m.pooled_live + size);
         OomEvent o;
         o.ts_ns = e.ts_ns;
         o.tid = e.tid;
         o.device = e.device;
         o.api = v.api->name;
         o.requested = size;
+        o.failed_call_size = size;
+        if (v.physical) o.partial = std::exchange(pending_pages[e.tid], 0);
+        o.owner = owner_of(trace, *v.api, field(e, v.caller), e.stack);
         o.ret = e.ret;
         o.stack = e.stack;
-        o.live = m.live;
-        o.peak = m.peak;
-        std::vector<std::pair<uint64_t, const LiveAllocation*>> on_device;
-        for (const auto& [ptr, a] : live) on_device.emplace_back(ptr, &a);
-        size_t n = std::min(kLargest, on_device.size());
-        std::partial_sort(on_device.begin(), on_device.begin() + ptrdiff_t(n), on_device.end(),
-                          [](const auto& x, const auto& y) { return x.second->size > y.second->size; });
-        for (size_t k = 0; k < n; ++k) o.largest.push_back(describe(trace, on_device[k].first, *on_device[k].second));
+        describe_live(o);
         while (!recent_frees.empty() && recent_frees.front().first + 1000000000ull < e.ts_ns) recent_frees.pop_front();
         for (const auto& fr : recent_frees) {
           o.freed_before += fr.second;
@@ -446,19 +581,101 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
       }
     } else if ((v.flags & trace::kApiDeviceFree) && e.ret == 0) {
       bool flushing = last_oom_of_thread.count(e.tid) != 0;
+      bool pooled = (v.flags & trace::kApiPooled) != 0;
       for (Churn* c : churn) {
-        if (c && !flushing) {
+        if (c && !flushing && !pooled) {
           ++c->frees;
           c->ns += e.dur_ns;
         }
       }
-      auto it = live.find(field(e, v.ptr));
+      auto it = live.find(live_key(v, field(e, v.ptr)));
       if (it != live.end()) {
-        DeviceMemory& m = f.memory[e.device];
-        m.live -= std::min(m.live, it->second.size);
-        recent_frees.emplace_back(e.ts_ns, it->second.size);
+        const LiveAllocation& a = it->second;
+        DeviceMemory& m = f.memory[a.device];
+        m.live -= std::min(m.live, a.size);
+        if (v.physical) m.physical_live -= std::min(m.physical_live, a.size);
+        if (pooled) m.pooled_live -= std::min(m.pooled_live, a.size);
+        uint64_t& at_site = site_live[a.device][Site{a.api, a.caller ? a.caller : uint64_t(a.stack) | kHandleTag}];
+        at_site -= std::min(at_site, a.size);
+        recent_frees.emplace_back(e.ts_ns, a.size);
         if (recent_frees.size() > 4096) recent_frees.pop_front();
         live.erase(it);
+      }
+    } else if ((v.flags & (trace::kApiVaReserve | trace::kApiVaFree | trace::kApiMap | trace::kApiUnmap)) &&
+               e.ret == 0) {
+      DeviceMemory& m = f.memory[e.device];
+      m.device = e.device;
+      uint64_t size = field(e, v.size);
+      if (v.flags & trace::kApiVaReserve) {
+        m.reserved += size;
+        m.reserved_peak = std::max(m.reserved_peak, m.reserved);
+      } else if (v.flags & trace::kApiVaFree) {
+        m.reserved -= std::min(m.reserved, size);
+      } else if (v.flags & trace::kApiMap) {
+        m.mapped += size;
+        pending_pages.erase(e.tid);
+        // The pages of a request are mapped once all of them could be created: a request that
+        // failed for want of a page and is mapped now got its memory on a retry.
+        auto last = last_oom_of_thread.find(e.tid);
+        if (last != last_oom_of_thread.end()) {
+          OomEvent& oom = f.ooms[last->second];
+          if (oom.device == e.device && oom.framework_request == 0) oom.retried_ok = true;
+          last_oom_of_thread.erase(last);
+        }
+      } else {
+        m.mapped -= std::min(m.mapped, size);
+      }
+    } else if ((v.flags & trace::kApiMemInfo) && e.sample && e.ret == 0 && e.device >= 0) {
+      // The device's own account against what cuprobe saw; the first sample is the baseline
+      // (the context, and whatever else was on the device before this process allocated).
+      uint64_t total = field(e, v.total), free_bytes = field(e, v.free_bytes);
+      if (total != 0 && free_bytes <= total) {
+        MemoryCoverage& c = f.coverage[e.device];
+        c.device = e.device;
+        c.total = total;
+        uint64_t used = total - free_bytes;
+        const DeviceMemory& m = f.memory[e.device];
+        uint64_t seen = m.live - std::min(m.live, m.pooled_live) + m.pooled_peak;
+        int64_t gap = int64_t(used) - int64_t(seen);
+        if (c.samples++ == 0) c.baseline_gap = uint64_t(std::max<int64_t>(gap, 0));
+        uint64_t unaccounted = uint64_t(std::max<int64_t>(gap - int64_t(c.baseline_gap), 0));
+        c.last_unaccounted = unaccounted;
+        if (unaccounted > c.max_unaccounted) {
+          c.max_unaccounted = unaccounted;
+          c.max_ts_ns = e.ts_ns;
+          c.used_then = used;
+          c.seen_then = seen;
+        }
+      }
+    } else if (v.flags & trace::kApiOomReport) {
+      // The framework gave up on a request: the failure its error names is this thread's latest
+      // failed allocation (a page of a mapping, under expandable segments), or none at all.
+      uint64_t request = torch_allocation_size(field(e, v.size));
+      auto last = last_oom_of_thread.find(e.tid);
+      if (last != last_oom_of_thread.end()) {
+        OomEvent& o = f.ooms[last->second];
+        o.framework_request = request;
+        o.requested = request;
+        // The request's own pages are not what stood in its way.
+        o.live -= std::min(o.live, o.partial);
+        auto own = o.live_by_owner.find(o.owner);
+        if (own != o.live_by_owner.end()) own->second -= std::min(own->second, o.partial);
+        o.raised = true;
+        o.retried_ok = false;
+        last_oom_of_thread.erase(last);  // the request's story ends with the error raised
+      } else {
+        OomEvent o;
+        o.ts_ns = e.ts_ns;
+        o.tid = e.tid;
+        o.device = e.device;
+        o.api = "torch.OutOfMemoryError without a failed allocation call";
+        o.requested = request;
+        o.framework_request = request;
+        o.raised = true;
+        o.stack = e.stack;
+        describe_live(o);
+        o.event_index = f.events;
+        f.ooms.push_back(std::move(o));
       }
     } else if (v.flags & trace::kApiSync) {
       if (selecting == nullptr && e.api < sync_time.size()) sync_time[e.api] += e.dur_ns;  // a search's syncs are its cost
@@ -560,6 +777,13 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
   for (auto& [d, m] : f.memory) {
     auto it = trace.devices().find(d);
     if (it != trace.devices().end()) m.total_mem = it->second.total_mem;
+    for (const auto& [site, bytes] : peak_sites[d]) {
+      const reader::Api* api = trace.api(site.first);
+      if (bytes == 0 || api == nullptr) continue;
+      uint64_t caller = (site.second & kHandleTag) ? 0 : site.second;
+      uint32_t stack = (site.second & kHandleTag) ? uint32_t(site.second) : 0;
+      m.live_by_owner[owner_of(trace, *api, caller, stack)] += bytes;
+    }
   }
   uint64_t most = 0;
   for (size_t d = 0; d < device_calls.size(); ++d) {

@@ -25,16 +25,43 @@ struct Allocation {
   uint32_t tid = 0;
   std::string api;
   std::string purpose;  // "search workspace for <problem>", "plan workspace", ...
+  std::string owner;    // who asked for it (owner_of): "PyTorch caching allocator", "NCCL", ...
   uint32_t stack = 0;   // where it was allocated, when the trace has the stack
 };
 
+// One device's memory as the process used it, over every path: the runtime's allocations
+// (cudaMalloc, cudaMallocAsync and pools, managed memory), the driver's (cuMemAlloc*, and the
+// virtual memory API: reservations, physical handles from cuMemCreate, mappings).
 struct DeviceMemory {
   int device = -1;
   uint64_t allocated = 0;  // bytes allocated in total (successful calls)
   uint64_t allocations = 0;
-  uint64_t live = 0;
+  uint64_t live = 0;       // device memory held now: addresses plus physical handles
   uint64_t peak = 0;
+  uint64_t physical_live = 0;  // of live, physical memory from cuMemCreate
+  uint64_t physical_peak = 0;
+  uint64_t pooled_live = 0;    // of live, from stream-ordered pools (cudaMallocAsync, ...)
+  uint64_t pooled_peak = 0;    // what the pools may still hold: freed memory stays until trimmed
+  uint64_t reserved = 0;       // virtual address space reserved (cuMemAddressReserve), no memory by itself
+  uint64_t reserved_peak = 0;
+  uint64_t mapped = 0;         // bytes of reservations mapped to physical memory
   uint64_t total_mem = 0;  // from the device record, 0 when unknown
+  std::map<std::string, uint64_t> live_by_owner;  // at the peak
+};
+
+// What the device said was in use (memory samples) against what cuprobe saw live on it.
+struct MemoryCoverage {
+  int device = -1;
+  uint64_t samples = 0;
+  // "seen" is the live allocations, with the pools' peak standing for their allocations: freed
+  // pool memory stays in use on the device until the pool trims it, which no call says.
+  uint64_t baseline_gap = 0;  // used minus seen at the first sample (the context, other processes)
+  uint64_t max_unaccounted = 0;  // the largest growth of that gap since, and when
+  uint64_t max_ts_ns = 0;
+  uint64_t used_then = 0;
+  uint64_t seen_then = 0;
+  uint64_t total = 0;
+  uint64_t last_unaccounted = 0;
 };
 
 struct OomEvent {
@@ -57,6 +84,14 @@ struct OomEvent {
   std::string search_problem;          // the search in progress, when there was one
   std::string injected_by;             // the fault rule that replaced the call ("mem-cap": the memory cap)
   uint32_t stack = 0;                  // where the failed call was made
+  // The framework's own report of the failure (PyTorch's caching allocator, once it gave up):
+  // the request as its error message states it, 0 when there was none.
+  uint64_t framework_request = 0;
+  bool raised = false;                 // the framework raised its out-of-memory error for it
+  uint64_t failed_call_size = 0;       // what the failed call itself asked for (a page of a mapping)
+  uint64_t partial = 0;                // of `live`, pages of the same request the thread had just obtained
+  std::string owner;                   // who made the failed call (owner_of)
+  std::map<std::string, uint64_t> live_by_owner;
 };
 
 // A call the fault plan replaced, and what the application did next on that thread.
@@ -133,6 +168,7 @@ struct ProcessFacts {
   std::map<std::string, uint64_t> time_by_api;  // ns spent inside calls
   std::vector<reader::SearchRecord> searches;
   std::map<int, DeviceMemory> memory;
+  std::map<int, MemoryCoverage> coverage;
   std::vector<OomEvent> ooms;
   std::map<std::string, uint64_t> sync_ns;  // per sync API, outside searches
   uint64_t sync_calls = 0;
@@ -165,6 +201,17 @@ struct ProblemShape {
 ProblemShape parse_problem(const std::string& problem);
 
 std::string human_bytes(uint64_t n);
+// Bytes as PyTorch's format_size prints them ("8.00 GiB", "20.00 MiB"), for sizes its messages state.
+std::string torch_bytes(uint64_t n);
+// The size PyTorch's caching allocator asks the device for, and names in its out-of-memory
+// message, for a request of `rounded` bytes (already rounded to its 512-byte blocks):
+// CUDACachingAllocator.cpp get_allocation_size (2 MiB up to 1 MiB, 20 MiB up to 10 MiB, else
+// rounded up to 2 MiB).
+uint64_t torch_allocation_size(uint64_t rounded);
+
+// Who asked for an allocation, from the module its call came from (the caller field, or the
+// first frame of its stack outside the CUDA libraries and cuprobe).
+std::string owner_of(const reader::Trace& trace, const reader::Api& api, uint64_t caller, uint32_t stack);
 
 // Identifies a problem's layer whatever its input size: the signature without batch and
 // spatial sizes (filters, padding, strides, channel counts and data types kept).

@@ -34,7 +34,9 @@ calls (its problem, every candidate with its measured time, the winner, the wall
 Every call line has api, ret, ts_ns, dur_ns, pid, tid and device, stream when the call has
 one, and the API's own argument fields (pointers as "0x..." strings). Frees carry the size of
 the allocation they release when the trace holds it. A call the fault plan replaced carries
-"injected" (the rule's name) and "fault_k" (its match number for that rule). A call with a
+"injected" (the rule's name) and "fault_k" (its match number for that rule). A memory sample
+the shim took itself (cudaMemGetInfo or cuMemGetInfo_v2 after allocations, at failures and at
+exit) carries "sample": true. A call with a
 recorded call stack carries "stack": the id of a "stack" line, which lists the innermost Python
 frames (file, function, line) and the native frames, symbolized here from the binaries (function,
 and file:line where they have debug information).
@@ -220,8 +222,12 @@ void print_events(const reader::Trace& t, const Filter& filter, JsonLine& j) {
     const std::string& name = t.api_name(e.api);
     uint32_t flags = api ? api->flags : 0;
     int ptr_field = api ? api->field_index("ptr") : -1;
+    // Physical memory (cuMemCreate/cuMemRelease) is named by a handle, kept apart from addresses.
+    bool physical = (flags & trace::kApiPhysical) != 0;
+    if (physical && api) ptr_field = api->field_index("handle");
     int size_field = api ? api->field_index("size") : -1;
     uint64_t ptr = ptr_field >= 0 && ptr_field < e.nargs ? e.args[ptr_field] : 0;
+    if (physical && ptr) ptr |= 1ull << 63;
     uint64_t freed_size = 0;
     bool freed_known = false;
     if ((flags & (trace::kApiDeviceAlloc | trace::kApiHostAlloc)) && e.ret == 0 && size_field >= 0 && size_field < e.nargs && ptr) {
@@ -264,6 +270,7 @@ void print_events(const reader::Trace& t, const Filter& filter, JsonLine& j) {
     }
     if (freed_known && size_field < 0) j.num("size", freed_size);
     if (e.stack) j.num("stack", e.stack);
+    if (e.sample) j.raw("sample", "true");
     if (e.injected()) {
       const reader::FaultRule* rule = t.fault_rule(e.fault_rule);
       j.str("injected", rule ? rule->name : fmt::format("rule{}", e.fault_rule + 1));

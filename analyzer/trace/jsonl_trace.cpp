@@ -26,7 +26,8 @@ using nlohmann::json;
 
 const std::set<std::string>& common_keys() {
   static const std::set<std::string> keys = {"type", "api",    "ret",    "ts_ns",    "dur_ns", "pid",
-                                             "tid",  "device", "stream", "injected", "fault_k", "stack"};
+                                             "tid",  "device", "stream", "injected", "fault_k", "stack",
+                                             "sample"};
   return keys;
 }
 
@@ -157,6 +158,7 @@ class JsonlTrace : public Trace {
       e.stream = parse_hex(j["stream"].get<std::string>());
     }
     e.stack = j.value("stack", 0u);
+    e.sample = j.value("sample", false);
     if (j.contains("injected")) {
       std::string rule = j["injected"].is_string() ? j["injected"].get<std::string>() : "";
       e.fault_rule = fault_rule_index(rule);
@@ -270,6 +272,7 @@ class JsonlTrace : public Trace {
       e.fault_rule = s.fault_rule;
       e.fault_k = s.fault_k;
       e.stack = s.stack;
+      e.sample = s.sample;
       fn(e);
     }
   }
@@ -289,11 +292,13 @@ class JsonlTrace : public Trace {
     int fault_rule = -1;
     uint64_t fault_k = 0;
     uint32_t stack = 0;
+    bool sample = false;
   };
 
   static trace::Library library_from(const std::string& s) {
     if (s == "cudnn") return trace::Library::kCudnn;
     if (s == "driver") return trace::Library::kDriver;
+    if (s == "torch") return trace::Library::kTorch;
     return trace::Library::kCudart;
   }
 

@@ -42,6 +42,7 @@ const char* library_name(trace::Library lib) {
     case trace::Library::kCudart: return "cudart";
     case trace::Library::kCudnn: return "cudnn";
     case trace::Library::kDriver: return "driver";
+    case trace::Library::kTorch: return "torch";
   }
   return "unknown";
 }
@@ -560,6 +561,7 @@ void TraceFile::for_each_event(const std::function<void(const Event&)>& fn) cons
     e.ret = r->ret;
     e.device = r->h.aux2;
     e.has_stream = (r->h.flags & trace::kCallHasStream) != 0 && words > 0;
+    e.sample = (r->h.flags & trace::kCallSample) != 0;
     e.tid = c.thread->tid;
     clock_.convert(r->start_ticks, call_duration(r), &segment, &e.ts_ns, &e.dur_ns);
     e.nargs = int(words - optional);

@@ -98,6 +98,7 @@ struct Event {
   uint32_t stack = 0;   // the call's stack (Trace::stack), 0 when none was taken
   int fault_rule = -1;  // the fault rule that replaced this call (trace_format.h kCallInjected), else -1
   uint64_t fault_k = 0; // the call's match number for that rule
+  bool sample = false;  // the shim made this call itself (trace_format.h kCallSample)
   bool injected() const { return fault_rule >= 0; }
 };
 

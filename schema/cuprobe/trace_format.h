@@ -155,6 +155,7 @@ enum CallFlags : uint8_t {
   kCallLongDuration = 1u << 1,  // the full 64-bit duration (dur_ticks did not fit in 32 bits)
   kCallInjected = 1u << 2,      // the fault plan replaced the call: rule | (match number << 16)
   kCallHasStack = 1u << 3,      // the id of the call's stack (StackRecord)
+  kCallSample = 1u << 4,        // the shim made this call itself (a memory sample), not the program
 };
 
 // One intercepted call: 24 bytes, then the argument fields (meaning from the API's ApiInfo),
@@ -171,7 +172,9 @@ inline constexpr int kMaxCallArgs = 16;
 inline constexpr uint32_t kMaxCallRecordSize = sizeof(CallRecord) + 8 * (4 + kMaxCallArgs);
 
 // Library an API belongs to.
-enum class Library : uint16_t { kCudart = 1, kCudnn = 2, kDriver = 3 };
+// kTorch: functions of PyTorch's own libraries (libc10.so) that report what the CUDA libraries
+// cannot see, such as the size of the request behind an out-of-memory error.
+enum class Library : uint16_t { kCudart = 1, kCudnn = 2, kDriver = 3, kTorch = 4 };
 
 // Classification of an API, written into the trace so readers need no built-in name lists.
 enum ApiFlags : uint32_t {
@@ -191,6 +194,22 @@ enum ApiFlags : uint32_t {
   kApiCudnnExec = 1u << 13,   // runs cuDNN work on the GPU
   kApiAlgoSearch = 1u << 14,  // asks cuDNN for algorithms (heuristics or timed search)
   kApiWorkspaceQuery = 1u << 15,
+  // Device memory through the driver's virtual memory API. With kApiDeviceAlloc/kApiDeviceFree:
+  // the allocation is physical memory named by a handle (fields handle, size), not an address.
+  kApiPhysical = 1u << 16,
+  kApiVaReserve = 1u << 17,   // reserves a virtual address range (fields ptr, size)
+  kApiVaFree = 1u << 18,      // gives a reserved range back (fields ptr, size)
+  kApiMap = 1u << 19,         // maps physical memory into a reserved range (fields ptr, size, handle)
+  kApiUnmap = 1u << 20,       // (fields ptr, size)
+  kApiMemInfo = 1u << 21,     // reports the device's free and total memory (fields free, total)
+  kApiEntryPoint = 1u << 22,  // looks up a driver function by name (fields symbol, fn, ...)
+  // A framework reports an out-of-memory error it is about to raise (fields size, device): the
+  // request as the framework saw it, whatever allocation call failed underneath, if any.
+  kApiOomReport = 1u << 23,
+  // With kApiDeviceAlloc/kApiDeviceFree: a stream-ordered pool's allocation (cudaMallocAsync,
+  // cuMemAllocAsync, ...). Cheap by design, and freed memory stays in the pool, still in use on the
+  // device, until the pool trims it.
+  kApiPooled = 1u << 24,
 };
 
 // Field encoding inside ApiInfo::fields: "name:t,name:t" with t one of

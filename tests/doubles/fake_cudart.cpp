@@ -14,7 +14,15 @@
 //                             13000 + N, so tests can tell two copies apart
 // Errors are sticky per thread the way the runtime reports them: cudaGetLastError returns and
 // clears the last error, cudaPeekAtLastError returns it.
+//
+// The driver, as the real runtime reaches it: libcuda.so.1 (the driver double, fake_cuda.cpp,
+// found beside this file) opened privately once, and driver entry-point
+// lookups answered through its cuGetProcAddress_v2. Without a loadable libcuda, lookups hand back
+// a dummy function. Once the program has a libcuda loaded, cudaSetDevice makes its device the
+// driver's current one and cudaMemGetInfo counts the driver's allocations as used.
+#include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include <atomic>
 #include <chrono>
@@ -28,6 +36,7 @@
 #include <vector>
 
 #include "api.h"
+#include "fake_script.h"
 
 #ifndef FAKECUDA_FLAVOR
 #define FAKECUDA_FLAVOR 0
@@ -37,12 +46,6 @@ namespace fake {
 
 using cuprobe::ApiId;
 using cuprobe::kApiCount;
-
-struct Script {
-  int code;
-  uint64_t nth;
-  uint64_t times;
-};
 
 struct State {
   int devices = 2;
@@ -57,40 +60,12 @@ struct State {
   std::atomic<uintptr_t> next_handle{0x1000};
 };
 
-int api_by_name(const std::string& name) {
-  for (int i = 0; i < kApiCount; ++i) {
-    if (name == cuprobe::kApis[i].name) return i;
-  }
-  return -1;
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t end = s.find(sep, start);
-    if (end == std::string::npos) end = s.size();
-    out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 State& state() {
   static State* s = [] {
     auto* st = new State();
     if (const char* v = std::getenv("FAKECUDA_DEVICES")) st->devices = std::atoi(v);
     if (const char* v = std::getenv("FAKECUDA_MEM")) st->mem = std::strtoull(v, nullptr, 10);
-    if (const char* v = std::getenv("FAKECUDA_FAIL")) {
-      for (const auto& item : split(v, ',')) {
-        auto parts = split(item, ':');
-        int id = parts.size() >= 2 ? api_by_name(parts[0]) : -1;
-        if (id < 0) continue;
-        Script sc{std::atoi(parts[1].c_str()), parts.size() > 2 ? std::strtoull(parts[2].c_str(), nullptr, 10) : 1,
-                  parts.size() > 3 ? std::strtoull(parts[3].c_str(), nullptr, 10) : 1};
-        st->fail[id].push_back(sc);
-      }
-    }
+    parse_fail_scripts(std::getenv("FAKECUDA_FAIL"), st->fail);
     if (const char* v = std::getenv("FAKECUDA_DELAY_US")) {
       for (const auto& item : split(v, ',')) {
         auto parts = split(item, ':');
@@ -119,10 +94,7 @@ cudaError_t scripted(ApiId id) {
   if (s.fail[int(id)].empty() && s.delay_us[int(id)] == 0) return cudaSuccess;
   uint64_t n = s.calls[int(id)].fetch_add(1) + 1;
   if (s.delay_us[int(id)]) std::this_thread::sleep_for(std::chrono::microseconds(s.delay_us[int(id)]));
-  for (const Script& sc : s.fail[int(id)]) {
-    if (n >= sc.nth && n < sc.nth + sc.times) return cudaError_t(sc.code);
-  }
-  return cudaSuccess;
+  return cudaError_t(scripted_code(s.fail[int(id)], n));
 }
 
 void* new_handle() { return reinterpret_cast<void*>(state().next_handle.fetch_add(16)); }
@@ -166,6 +138,66 @@ std::unordered_map<cudaEvent_t, uint64_t>& event_times() {
 }
 
 void dummy_driver_function() {}
+
+// libcuda.so.1 through a private handle, never linked: its entry-point lookup, opened on the first
+// lookup, and the double's own device and memory hooks (absent from another libcuda, the
+// toolkit's stub for one), found once a libcuda is loaded.
+struct Driver {
+  using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+  GetProc get_proc = nullptr;
+  void (*set_device)(int) = nullptr;
+  unsigned long long (*used)(int) = nullptr;
+};
+
+void find_driver_hooks(void* handle, Driver* d) {
+  d->set_device = reinterpret_cast<void (*)(int)>(dlsym(handle, "fakecuda_set_device"));
+  d->used = reinterpret_cast<unsigned long long (*)(int)>(dlsym(handle, "fakecuda_used"));
+}
+
+// libcuda.so.1 beside this file, else by name as the real runtime opens it. By path first: a
+// sanitizer's dlopen interceptor is the caller glibc sees, so this file's RUNPATH goes unused.
+void* open_libcuda() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&dummy_driver_function), &info) != 0 && info.dli_fname != nullptr) {
+    std::string path = info.dli_fname;
+    path = path.substr(0, path.rfind('/') + 1) + "libcuda.so.1";
+    if (void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+  }
+  return dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+}
+
+const Driver& opened_driver() {
+  static const Driver d = [] {
+    Driver d;
+    void* h = open_libcuda();
+    if (h == nullptr) return d;
+    d.get_proc = reinterpret_cast<Driver::GetProc>(dlsym(h, "cuGetProcAddress_v2"));
+    find_driver_hooks(h, &d);
+    return d;
+  }();
+  return d;
+}
+
+// The driver's hooks when the process already has a libcuda (checked until it has one).
+const Driver* loaded_driver() {
+  static std::atomic<const Driver*> found{nullptr};
+  if (const Driver* d = found.load(std::memory_order_acquire)) return d;
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  if (h == nullptr) return nullptr;
+  auto* d = new Driver();
+  find_driver_hooks(h, d);
+  const Driver* expected = nullptr;
+  if (!found.compare_exchange_strong(expected, d, std::memory_order_acq_rel)) {
+    delete d;
+    return expected;
+  }
+  return d;
+}
+
+uint64_t driver_used(int device) {
+  const Driver* d = loaded_driver();
+  return d && d->used ? d->used(device) : 0;
+}
 
 // Default behaviour: succeed and do nothing. Specializations model what tests depend on.
 template <ApiId kSig>
@@ -241,7 +273,8 @@ struct Behave<ApiId::cudaMemGetInfo> {
   static cudaError_t run(size_t* free_bytes, size_t* total) {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mu);
-    if (free_bytes) *free_bytes = s.mem - s.live[t_device];
+    uint64_t used = s.live[t_device] + driver_used(t_device);
+    if (free_bytes) *free_bytes = used < s.mem ? s.mem - used : 0;
     if (total) *total = s.mem;
     return cudaSuccess;
   }
@@ -251,6 +284,7 @@ struct Behave<ApiId::cudaSetDevice> {
   static cudaError_t run(int d) {
     if (d < 0 || d >= state().devices) return cudaErrorInvalidDevice;
     t_device = d;
+    if (const Driver* drv = loaded_driver(); drv && drv->set_device) drv->set_device(d);
     return cudaSuccess;
   }
 };
@@ -328,19 +362,33 @@ template <>
 struct Behave<ApiId::cudaPeekAtLastError> {
   static cudaError_t run() { return t_last_error; }
 };
+// Like the real runtime: the driver's answer, or success with a NULL function and the reason in
+// the status when the driver has no such function for that version.
 template <>
-struct Behave<ApiId::cudaGetDriverEntryPoint> {
-  static cudaError_t run(const char*, void** fn, unsigned long long, cudaDriverEntryPointQueryResult* st) {
-    if (fn) *fn = reinterpret_cast<void*>(&dummy_driver_function);
-    if (st) *st = cudaDriverEntryPointSuccess;
+struct Behave<ApiId::cudaGetDriverEntryPointByVersion> {
+  static cudaError_t run(const char* sym, void** fn, unsigned version, unsigned long long flags,
+                         cudaDriverEntryPointQueryResult* st) {
+    if (sym == nullptr || fn == nullptr) return cudaErrorInvalidValue;
+    const Driver& d = opened_driver();
+    if (d.get_proc == nullptr) {
+      *fn = reinterpret_cast<void*>(&dummy_driver_function);
+      if (st) *st = cudaDriverEntryPointSuccess;
+      return cudaSuccess;
+    }
+    CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (d.get_proc(sym, fn, int(version), flags, &status) != CUDA_SUCCESS) *fn = nullptr;
+    if (st) {
+      *st = status == CU_GET_PROC_ADDRESS_SUCCESS                  ? cudaDriverEntryPointSuccess
+            : status == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT ? cudaDriverEntryPointVersionNotSufficent
+                                                                   : cudaDriverEntryPointSymbolNotFound;
+    }
     return cudaSuccess;
   }
 };
 template <>
-struct Behave<ApiId::cudaGetDriverEntryPointByVersion> {
-  static cudaError_t run(const char* sym, void** fn, unsigned, unsigned long long flags,
-                         cudaDriverEntryPointQueryResult* st) {
-    return Behave<ApiId::cudaGetDriverEntryPoint>::run(sym, fn, flags, st);
+struct Behave<ApiId::cudaGetDriverEntryPoint> {
+  static cudaError_t run(const char* sym, void** fn, unsigned long long flags, cudaDriverEntryPointQueryResult* st) {
+    return Behave<ApiId::cudaGetDriverEntryPointByVersion>::run(sym, fn, CUDART_VERSION, flags, st);
   }
 };
 template <>

@@ -192,8 +192,11 @@ std::vector<nlohmann::json> dump(const std::string& path, const std::vector<std:
 std::vector<nlohmann::json> of_type(const std::vector<nlohmann::json>& lines, const std::string& type,
                                     const std::string& api) {
   std::vector<nlohmann::json> out;
+  // Memory samples are call lines the shim made itself: "call" means the program's calls.
+  bool samples = type == "sample";
   for (const auto& l : lines) {
-    if (l.value("type", "") == type && (api.empty() || l.value("api", "") == api)) out.push_back(l);
+    if (l.value("type", "") != (samples ? "call" : type) || l.value("sample", false) != samples) continue;
+    if (api.empty() || l.value("api", "") == api) out.push_back(l);
   }
   return out;
 }

@@ -52,7 +52,9 @@ RunResult record(const std::string& dir, const std::vector<std::string>& argv, c
 // `cuprobe dump PATH` parsed line by line (fails the test on a line that is not JSON).
 std::vector<nlohmann::json> dump(const std::string& path, const std::vector<std::string>& opts = {});
 
-// Lines of one type ("process", "call", "count", "crash"), optionally of one API.
+// Lines of one type ("process", "call", "count", "crash"), optionally of one API. "call" is the
+// program's own calls; "sample" the memory samples the shim took itself (call lines with
+// "sample": true).
 std::vector<nlohmann::json> of_type(const std::vector<nlohmann::json>& lines, const std::string& type,
                                     const std::string& api = "");
 

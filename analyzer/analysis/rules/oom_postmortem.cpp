@@ -85,11 +85,46 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
                                fatal ? ", and the process did no more work after it" : ", recovered each time");
         total = cap->second;
       }
+      // What failed: the framework's request when it reported one (under expandable segments a
+      // page of a mapping fails underneath), else the failed call itself.
+      std::string failure;
+      if (o.framework_request != 0 && o.failed_call_size != 0 && o.failed_call_size != o.framework_request) {
+        failure = fmt::format("PyTorch could not allocate {} (torch.OutOfMemoryError: \"Tried to allocate {}\"): a {} "
+                              "of {}, after {} of it had been obtained,",
+                              torch_bytes(o.framework_request), torch_bytes(o.framework_request), o.api,
+                              human_bytes(o.failed_call_size), human_bytes(o.partial));
+      } else if (o.framework_request != 0) {
+        failure = fmt::format("{} of {} (torch.OutOfMemoryError: \"Tried to allocate {}\")", o.api,
+                              human_bytes(o.requested), torch_bytes(o.framework_request));
+      } else {
+        failure = fmt::format("{} of {}", o.api, human_bytes(o.requested));
+      }
+      std::vector<std::pair<std::string, uint64_t>> owners(o.live_by_owner.begin(), o.live_by_owner.end());
+      std::sort(owners.begin(), owners.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+      std::string owners_text;
+      nlohmann::json owners_json = nlohmann::json::object();
+      for (const auto& [owner, bytes] : owners) {
+        if (bytes == 0) continue;
+        owners_text += fmt::format("{}{} {}", owners_text.empty() ? "" : ", ", owner, human_bytes(bytes));
+        owners_json[owner] = bytes;
+      }
       nlohmann::json largest = nlohmann::json::array();
       std::string largest_text;
-      for (const auto& a : o.largest) {
-        largest.push_back({{"size", a.size}, {"api", a.api}, {"purpose", a.purpose}, {"tid", a.tid}});
-        largest_text += fmt::format("{}{} ({})", largest_text.empty() ? "" : ", ", human_bytes(a.size), a.purpose);
+      // Equal neighbours (the pages of expandable segments) are said once, with their count.
+      for (size_t i = 0; i < o.largest.size();) {
+        const Allocation& a = o.largest[i];
+        size_t same = 1;
+        while (i + same < o.largest.size() && o.largest[i + same].size == a.size &&
+               o.largest[i + same].purpose == a.purpose) {
+          ++same;
+        }
+        for (size_t k = i; k < i + same; ++k) {
+          const Allocation& b = o.largest[k];
+          largest.push_back({{"size", b.size}, {"api", b.api}, {"purpose", b.purpose}, {"owner", b.owner}, {"tid", b.tid}});
+        }
+        largest_text += fmt::format("{}{}{} ({})", largest_text.empty() ? "" : ", ",
+                                    same > 1 ? fmt::format("{} x ", same) : "", human_bytes(a.size), a.purpose);
+        i += same;
       }
       nlohmann::json failures = nlohmann::json::array();
       for (const OomEvent& x : ooms) {
@@ -109,7 +144,14 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
                            {"injected_by", o.injected_by},
                            {"fatal", fatal},
                            {"api", o.api},
+                           {"failure", failure},
                            {"requested", o.requested},
+                           {"framework_request", o.framework_request},
+                           {"raised", o.raised},
+                           {"failed_call_size", o.failed_call_size},
+                           {"obtained_before", o.partial},
+                           {"live_by_owner", owners_json},
+                           {"owners_text", owners_text.empty() ? "none recorded" : owners_text},
                            {"device", device},
                            {"device_memory", total},
                            {"live", o.live},
@@ -127,6 +169,13 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
                            {"failures", failures}};
       Finding f = make_finding(spec, ev, 0);
       if (!fatal) f.severity = Severity::kWarning;
+      if (o.framework_request != 0 && o.failed_call_size != 0 && o.failed_call_size < o.framework_request) {
+        // Pieces of a mapping failed: the job already maps its memory (expandable segments), so
+        // there is no fragmentation left to recover.
+        f.fix = "The job already maps its memory in pieces (PyTorch's expandable_segments), so fragmentation is not "
+                "the cause: reduce the batch or the activations kept for backward (gradient checkpointing), free or "
+                "offload tensors kept alive across steps, or give the job a device with more memory.";
+      }
       f.pids.push_back(p.pid);
       if (!o.search_problem.empty()) f.problems.push_back(o.search_problem);
       std::string failed;

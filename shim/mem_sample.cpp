@@ -1,0 +1,143 @@
+// Memory samples; see mem_sample.h. Also the writer of call records the shim composes itself.
+#include "mem_sample.h"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "capture_driver.h"
+#include "clock.h"
+#include "hook.h"
+#include "process_info.h"
+#include "resolve.h"
+
+namespace cuprobe::shim {
+
+namespace {
+
+constexpr uint64_t kDefaultIntervalMs = 500;
+uint64_t g_interval_ticks;
+bool g_periodic = true;
+uint64_t g_last[trace::kMaxDevices];  // ticks of the device's last sample, 0 never
+uint32_t g_atexit_registered;
+int g_atexit_pid;  // the process that registered the handler (a forked child inherits it)
+void* g_exchange_capture_mode[2];  // cudaThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode
+
+// While a stream is being captured into a CUDA graph in the global mode, calls that might
+// synchronize are refused and invalidate the capture. A sample switches the calling thread to
+// the relaxed mode around its query (as PyTorch does around cudaMalloc) and back.
+int exchange_capture_mode(bool runtime, int mode) {
+  using Fn = int (*)(int*);
+  int slot = runtime ? 0 : 1;
+  void* p = __atomic_load_n(&g_exchange_capture_mode[slot], __ATOMIC_ACQUIRE);
+  if (p == nullptr) {
+    p = runtime ? resolve_in_library(trace::Library::kCudart, "cudaThreadExchangeStreamCaptureMode")
+                : resolve_in_library(trace::Library::kDriver, "cuThreadExchangeStreamCaptureMode");
+    if (p == nullptr) return -1;
+    __atomic_store_n(&g_exchange_capture_mode[slot], p, __ATOMIC_RELEASE);
+  }
+  int m = mode;
+  return reinterpret_cast<Fn>(p)(&m) == 0 ? m : -1;
+}
+
+// Asks the device through the runtime when the process has one, else through the driver; writes
+// the answer as a sample record. The memory cap is not applied: samples are the device's truth.
+void sample(ThreadState& t) {
+  using InfoFn = int (*)(size_t*, size_t*);  // cudaMemGetInfo and cuMemGetInfo_v2 alike
+  ApiId api = ApiId::cudaMemGetInfo;
+  auto fn = reinterpret_cast<InfoFn>(real_function(api));
+  if (fn == nullptr) {
+    api = ApiId::cuMemGetInfo_v2;
+    fn = reinterpret_cast<InfoFn>(real_function(api));
+  }
+  if (fn == nullptr) return;
+  int device = api == ApiId::cudaMemGetInfo ? current_device(t) : driver_device(t);
+  size_t free_bytes = 0, total = 0;
+  bool runtime = api == ApiId::cudaMemGetInfo;
+  int previous = exchange_capture_mode(runtime, int(cudaStreamCaptureModeRelaxed));
+  uint64_t start = now_ticks();
+  int ret = fn(&free_bytes, &total);
+  uint64_t end = now_ticks();
+  if (previous >= 0) exchange_capture_mode(runtime, previous);
+  uint64_t fields[2] = {ret == 0 ? free_bytes : 0, ret == 0 ? total : 0};
+  write_plain_call(t, api, ret, start, end - start, fields, 2, device, false, trace::kCallSample);
+}
+
+void sample_at_exit() {
+  ThreadState& t = t_state;
+  if (t.mode != kThreadReady || getpid() != g_atexit_pid) return;
+  t.mode = kThreadBusy;
+  sample(t);
+  t.mode = kThreadReady;
+}
+
+}  // namespace
+
+void mem_sample_configure() {
+  const char* v = getenv("CUPROBE_MEM_SAMPLE_MS");
+  uint64_t ms = kDefaultIntervalMs;
+  if (v != nullptr && *v != 0) {
+    char* end = nullptr;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (end != nullptr && *end == 0) ms = n;
+  }
+  g_periodic = ms != 0;
+  g_interval_ticks = uint64_t(double(ms) * 1e6 * clock_ticks_per_ns());
+}
+
+void mem_sample_after_fork() {
+  for (auto& last : g_last) last = 0;
+  g_atexit_registered = 0;  // the parent's handler is inherited but does nothing here (its pid)
+}
+
+void maybe_sample_memory(ThreadState& t, int device, bool failed) {
+  if (device < 0 || device >= trace::kMaxDevices) return;
+  uint64_t now = now_ticks();
+  uint64_t last = __atomic_load_n(&g_last[device], __ATOMIC_RELAXED);
+  if (!failed) {
+    // The first allocation on a device is always sampled: it is the baseline.
+    if (last != 0 && (!g_periodic || now - last < g_interval_ticks)) return;
+    if (!__atomic_compare_exchange_n(&g_last[device], &last, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+  } else {
+    __atomic_store_n(&g_last[device], now, __ATOMIC_RELAXED);
+  }
+  // Physical memory placed on another device than the thread's current one is not sampled there.
+  int current = real_function(ApiId::cudaMemGetInfo) ? current_device(t) : driver_device(t);
+  if (current != device) return;
+  sample(t);
+  // Registered once the runtime has initialised (it registers its own teardown then), so that
+  // this handler runs first. A forked child inherits the parent's registration.
+  if (__atomic_exchange_n(&g_atexit_registered, 1u, __ATOMIC_ACQ_REL) == 0) {
+    g_atexit_pid = getpid();
+    atexit(sample_at_exit);
+  }
+}
+
+void write_plain_call(ThreadState& t, ApiId api, int32_t ret, uint64_t start, uint64_t dur, const uint64_t* fields,
+                      int n, int device, bool with_stack, uint8_t flags) {
+  uint32_t max = uint32_t(sizeof(trace::CallRecord)) + 8u * uint32_t(n + 2);
+  char* p = reserve(t, trace::align8(max));
+  if (p == nullptr) return;
+  auto* rec = reinterpret_cast<trace::CallRecord*>(p);
+  int k = 0;
+  for (; k < n; ++k) rec->tail[k] = fields[k];
+  if (dur > 0xfffffffeull) {
+    rec->tail[k++] = dur;
+    flags |= trace::kCallLongDuration;
+  }
+  if (with_stack) {
+    if (uint32_t id = capture_stack()) {
+      rec->tail[k++] = id;
+      flags |= trace::kCallHasStack;
+    }
+  }
+  uint32_t size = uint32_t(sizeof(trace::CallRecord)) + 8u * uint32_t(k);
+  rec->h = trace::RecordHeader{uint8_t(trace::RecordType::kCall), flags, uint16_t(size), uint16_t(api), int16_t(device)};
+  rec->ret = ret;
+  rec->dur_ticks = (flags & trace::kCallLongDuration) ? 0xffffffffu : uint32_t(dur);
+  rec->start_ticks = start;
+  commit(t, size);
+}
+
+}  // namespace cuprobe::shim
