@@ -94,6 +94,22 @@ static_assert(sizeof(kApis) / sizeof(kApis[0]) == kApiCount);
 
 constexpr const ApiStatic& api_static(ApiId id) { return kApis[int(id)]; }
 
+// How an entry-point lookup names each driver function (CUPROBE_DRIVER_QUERIES): the shim hands
+// out wrappers by it, and the driver test double answers lookups by it.
+struct DriverQuery {
+  ApiId api;
+  const char* name;  // as cuGetProcAddress takes it: "cuMemAlloc" for cuMemAlloc_v2
+  int min_version;   // the first version for which the lookup returns this function
+  bool per_thread;   // the per-thread-default-stream variant
+};
+#define CUPROBE_DRIVER_QUERY(api, name, version, ptsz) DriverQuery{ApiId::api, name, version, ptsz},
+inline constexpr DriverQuery kDriverQueries[] = {CUPROBE_DRIVER_QUERIES(CUPROBE_DRIVER_QUERY)};
+#undef CUPROBE_DRIVER_QUERY
+#define CUPROBE_ONE(...) +1
+static_assert(sizeof(kDriverQueries) / sizeof(kDriverQueries[0]) == 0 CUPROBE_DRIVER_HOOKS(CUPROBE_ONE),
+              "driver_hooks.h: every driver hook needs a line in CUPROBE_DRIVER_QUERIES");
+#undef CUPROBE_ONE
+
 // Counted APIs get consecutive rows of each chunk's per-device count table, quiet APIs
 // consecutive slots of its plain count table, both in table order.
 inline constexpr int kNoCountSlot = -1;

@@ -35,20 +35,6 @@ namespace {
 
 void* g_ctx_get_device;  // cuCtxGetDevice, found on first use
 
-struct Query {
-  ApiId api;
-  const char* name;
-  int min_version;
-  bool per_thread;
-};
-#define CUPROBE_DRIVER_QUERY(api, name, version, ptsz) Query{ApiId::api, name, version, ptsz},
-constexpr Query kQueries[] = {CUPROBE_DRIVER_QUERIES(CUPROBE_DRIVER_QUERY)};
-#undef CUPROBE_DRIVER_QUERY
-#define CUPROBE_ONE(...) +1
-static_assert(sizeof(kQueries) / sizeof(kQueries[0]) == 0 CUPROBE_DRIVER_HOOKS(CUPROBE_ONE),
-              "driver_hooks.h: every driver hook needs a line in CUPROBE_DRIVER_QUERIES");
-#undef CUPROBE_ONE
-
 void* wrapper_address(ApiId api) {
   switch (api) {
 #define CUPROBE_DRIVER_ADDRESS(ret, name, sig, params, args, flags) \
@@ -90,20 +76,20 @@ bool is_libcuda(void* handle) {
 
 void* driver_entry_for_lookup(const char* symbol, void* real, int version, uint64_t flags) {
   if (symbol == nullptr || real == nullptr) return real;
-  const Query* plain = nullptr;
-  const Query* per_thread = nullptr;
-  for (const Query& q : kQueries) {
+  const DriverQuery* plain = nullptr;
+  const DriverQuery* per_thread = nullptr;
+  for (const DriverQuery& q : kDriverQueries) {
     if (strcmp(q.name, symbol) == 0) (q.per_thread ? per_thread : plain) = &q;
   }
   // A function without a per-thread variant is the same function whichever the lookup asked for.
-  const Query* q = (flags & kPerThreadStream) && per_thread ? per_thread : plain;
+  const DriverQuery* q = (flags & kPerThreadStream) && per_thread ? per_thread : plain;
   if (q == nullptr || version < q->min_version) return real;
   return adopt(q->api, real);
 }
 
 void* driver_entry_for_export(const char* name, void* real) {
   if (name == nullptr || real == nullptr) return real;
-  for (const Query& q : kQueries) {
+  for (const DriverQuery& q : kDriverQueries) {
     if (strcmp(api_static(q.api).name, name) == 0) return adopt(q.api, real);
   }
   return real;

@@ -365,16 +365,6 @@ void* address_of(ApiId api) {
   }
 }
 
-struct Query {
-  ApiId api;
-  const char* name;
-  int min_version;
-  bool per_thread;
-};
-#define FAKECUDA_QUERY(api, name, version, ptsz) Query{ApiId::api, name, version, ptsz},
-constexpr Query kQueries[] = {CUPROBE_DRIVER_QUERIES(FAKECUDA_QUERY)};
-#undef FAKECUDA_QUERY
-
 CUresult get_proc_address(const char* symbol, void** fn, int version, cuuint64_t flags,
                           CUdriverProcAddressQueryResult* status) {
   if (symbol == nullptr || fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -383,12 +373,13 @@ CUresult get_proc_address(const char* symbol, void** fn, int version, cuuint64_t
   if (std::strcmp(symbol, "cuCtxGetDevice") == 0 && version >= 2000) {
     *fn = reinterpret_cast<void*>(&cuCtxGetDevice);
   } else {
-    const Query* plain = nullptr;
-    const Query* per_thread = nullptr;
-    for (const Query& q : kQueries) {
+    const cuprobe::DriverQuery* plain = nullptr;
+    const cuprobe::DriverQuery* per_thread = nullptr;
+    for (const cuprobe::DriverQuery& q : cuprobe::kDriverQueries) {
       if (std::strcmp(q.name, symbol) == 0) (q.per_thread ? per_thread : plain) = &q;
     }
-    const Query* q = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && per_thread ? per_thread : plain;
+    const cuprobe::DriverQuery* q =
+        (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && per_thread ? per_thread : plain;
     if (q != nullptr && version >= q->min_version) {
       *fn = address_of(q->api);
     } else if (q != nullptr) {
