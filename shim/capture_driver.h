@@ -12,8 +12,8 @@
 
 namespace cuprobe::shim {
 
-// The device of a driver call: the runtime's current device when the process has a runtime,
-// else the current context's device.
+// The device of a driver call: the one the runtime last reported on this thread, else the
+// current context's device (asked of the driver; never of the runtime, see driver_hooks.h).
 int driver_device(ThreadState& t);
 
 template <>

@@ -96,8 +96,9 @@ void* driver_entry_for_export(const char* name, void* real) {
 }
 
 int driver_device(ThreadState& t) {
-  int d = current_device(t);
-  if (d >= 0) return d;
+  // Never the runtime's cudaGetDevice: see driver_hooks.h. A device the runtime reported on this
+  // thread is the current context's device too.
+  if (t.device >= 0) return t.device;
   using Fn = CUresult (*)(CUdevice*);
   void* p = __atomic_load_n(&g_ctx_get_device, __ATOMIC_ACQUIRE);
   if (p == nullptr) {

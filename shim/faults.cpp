@@ -129,11 +129,15 @@ uint64_t device_total(int d, void* = nullptr) {
   uint64_t t = __atomic_load_n(&g_total[d], __ATOMIC_RELAXED);
   if (t != 0) return t;
   using MemGetInfoFn = cudaError_t (*)(size_t*, size_t*);
-  auto fn = reinterpret_cast<MemGetInfoFn>(real_function(ApiId::cudaMemGetInfo));
-  // A process that uses the driver alone asks the driver (same signature, same success code).
-  if (fn == nullptr) fn = reinterpret_cast<MemGetInfoFn>(real_function(ApiId::cuMemGetInfo_v2));
+  // The driver first (same signature, same success code): a driver allocation under a cap may be
+  // made from inside the runtime, which must not be called back then (driver_hooks.h). Before any
+  // context exists the driver has no answer, and the runtime's call makes the context.
   size_t free_b = 0, total_b = 0;
-  if (fn != nullptr && fn(&free_b, &total_b) == cudaSuccess) {
+  auto driver = reinterpret_cast<MemGetInfoFn>(real_function(ApiId::cuMemGetInfo_v2));
+  auto runtime = reinterpret_cast<MemGetInfoFn>(real_function(ApiId::cudaMemGetInfo));
+  bool ok = driver != nullptr && driver(&free_b, &total_b) == cudaSuccess;
+  if (!ok) ok = runtime != nullptr && runtime(&free_b, &total_b) == cudaSuccess;
+  if (ok) {
     t = total_b;
     __atomic_store_n(&g_total[d], t, __ATOMIC_RELAXED);
   }

@@ -288,7 +288,9 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     }
     finish(t, rec, w, ret, start, dur, fault, device, tail);
     // Injected failures are not the device's: only genuine ones ask for a sample at once.
-    if constexpr (kDeviceAlloc) maybe_sample_memory(t, device, !Traits::ok(ret) && fault->rule < 0);
+    if constexpr (kDeviceAlloc) {
+      maybe_sample_memory(t, device, !Traits::ok(ret) && fault->rule < 0, kInfo.library == trace::Library::kDriver);
+    }
   }
 
   static void finish(ThreadState& t, trace::CallRecord* rec, CallWriter& w, Ret ret, uint64_t start, uint64_t dur,

@@ -43,14 +43,14 @@ int exchange_capture_mode(bool runtime, int mode) {
 
 // Asks the device through the runtime when the process has one, else through the driver; writes
 // the answer as a sample record. The memory cap is not applied: samples are the device's truth.
-void sample(ThreadState& t) {
+// The query a sample makes: the runtime's, unless `driver` or the process has no runtime.
+ApiId sample_api(bool driver) {
+  return !driver && real_function(ApiId::cudaMemGetInfo) != nullptr ? ApiId::cudaMemGetInfo : ApiId::cuMemGetInfo_v2;
+}
+
+void sample(ThreadState& t, ApiId api) {
   using InfoFn = int (*)(size_t*, size_t*);  // cudaMemGetInfo and cuMemGetInfo_v2 alike
-  ApiId api = ApiId::cudaMemGetInfo;
   auto fn = reinterpret_cast<InfoFn>(real_function(api));
-  if (fn == nullptr) {
-    api = ApiId::cuMemGetInfo_v2;
-    fn = reinterpret_cast<InfoFn>(real_function(api));
-  }
   if (fn == nullptr) return;
   int device = api == ApiId::cudaMemGetInfo ? current_device(t) : driver_device(t);
   size_t free_bytes = 0, total = 0;
@@ -68,7 +68,7 @@ void sample_at_exit() {
   ThreadState& t = t_state;
   if (t.mode != kThreadReady || getpid() != g_atexit_pid) return;
   t.mode = kThreadBusy;
-  sample(t);
+  sample(t, sample_api(false));
   t.mode = kThreadReady;
 }
 
@@ -91,7 +91,7 @@ void mem_sample_after_fork() {
   g_atexit_registered = 0;  // the parent's handler is inherited but does nothing here (its pid)
 }
 
-void maybe_sample_memory(ThreadState& t, int device, bool failed) {
+void maybe_sample_memory(ThreadState& t, int device, bool failed, bool driver) {
   if (device < 0 || device >= trace::kMaxDevices) return;
   uint64_t now = now_ticks();
   uint64_t last = __atomic_load_n(&g_last[device], __ATOMIC_RELAXED);
@@ -103,9 +103,10 @@ void maybe_sample_memory(ThreadState& t, int device, bool failed) {
     __atomic_store_n(&g_last[device], now, __ATOMIC_RELAXED);
   }
   // Physical memory placed on another device than the thread's current one is not sampled there.
-  int current = real_function(ApiId::cudaMemGetInfo) ? current_device(t) : driver_device(t);
+  ApiId api = sample_api(driver);
+  int current = api == ApiId::cudaMemGetInfo ? current_device(t) : driver_device(t);
   if (current != device) return;
-  sample(t);
+  sample(t, api);
   // Registered once the runtime has initialised (it registers its own teardown then), so that
   // this handler runs first. A forked child inherits the parent's registration.
   if (__atomic_exchange_n(&g_atexit_registered, 1u, __ATOMIC_ACQ_REL) == 0) {

@@ -1,5 +1,6 @@
 // Coverage of device memory, measured rather than assumed: the shim asks the device how much of
-// its memory is in use (cudaMemGetInfo, or cuMemGetInfo where the process has no runtime) and
+// its memory is in use (cudaMemGetInfo after runtime allocations, cuMemGetInfo after driver
+// allocations and where the process has no runtime) and
 // writes the answer as a call record flagged kCallSample, so the analyzer can compare what the
 // device says is used with what cuprobe saw allocated.
 //
@@ -18,8 +19,9 @@ namespace cuprobe::shim {
 void mem_sample_configure();
 void mem_sample_after_fork();
 
-// After an allocation event on `device` (the thread's guard held).
-void maybe_sample_memory(ThreadState& t, int device, bool failed);
+// After an allocation event on `device` (the thread's guard held). `driver`: the allocation was
+// a driver call, which may come from inside the runtime: the sample then asks the driver only.
+void maybe_sample_memory(ThreadState& t, int device, bool failed, bool driver);
 
 // Writes a call record the shim composed itself (a sample, a report recorded by hand): `n`
 // argument fields, then the optional words `flags` (trace::CallFlags) announce. With `with_stack`
