@@ -172,14 +172,9 @@ struct Capture<ApiId::cuMemMap> {
   }
 };
 
+// Same arguments, same fields as cuMemAddressFree.
 template <>
-struct Capture<ApiId::cuMemUnmap> {
-  static constexpr const char* kFields = "ptr:p,size:u";
-  static void after(CallWriter& w, CUresult, CUdeviceptr p, size_t size) {
-    w.u(p);
-    w.u(size);
-  }
-};
+struct Capture<ApiId::cuMemUnmap> : Capture<ApiId::cuMemAddressFree> {};
 
 template <>
 struct Capture<ApiId::cuMemSetAccess> {

@@ -244,14 +244,12 @@ void print_report(const Report& r, bool color, FILE* out) {
     for (const auto& m : p["memory"]) {
       mem += fmt::format("{}device {}: {} allocated, peak {}", mem.empty() ? "" : "; ", m["device"].get<int>(),
                          human_bytes(m["allocated"].get<uint64_t>()), human_bytes(m["peak"].get<uint64_t>()));
-      std::vector<std::pair<uint64_t, std::string>> owners;
-      for (auto it = m["peak_by_owner"].begin(); it != m["peak_by_owner"].end(); ++it) {
-        if (it.value().get<uint64_t>() != 0) owners.emplace_back(it.value().get<uint64_t>(), it.key());
-      }
-      std::sort(owners.rbegin(), owners.rend());
-      std::string split;
-      for (const auto& [bytes, owner] : owners) split += fmt::format("{}{} {}", split.empty() ? "" : ", ", owner, human_bytes(bytes));
-      if (!split.empty() && (owners.size() > 1 || owners[0].second != "unknown")) mem += " (" + split + ")";
+      std::map<std::string, uint64_t> by_owner;
+      for (auto it = m["peak_by_owner"].begin(); it != m["peak_by_owner"].end(); ++it) by_owner[it.key()] = it.value();
+      // Owners are worth naming unless all there is to say is "unknown".
+      std::string split = owners_text(by_owner);
+      bool only_unknown = split.rfind("unknown ", 0) == 0 && split.find(", ") == std::string::npos;
+      if (!split.empty() && !only_unknown) mem += " (" + split + ")";
       if (m.value("reserved_peak", uint64_t(0)) != 0) {
         mem += fmt::format(", {} of address space reserved", human_bytes(m["reserved_peak"].get<uint64_t>()));
       }

@@ -198,6 +198,17 @@ std::string owner_from_module(const std::string& base, const reader::Api& api) {
 
 }  // namespace
 
+std::string owners_text(const std::map<std::string, uint64_t>& bytes_by_owner) {
+  std::vector<std::pair<uint64_t, std::string>> owners;
+  for (const auto& [owner, bytes] : bytes_by_owner) {
+    if (bytes != 0) owners.emplace_back(bytes, owner);
+  }
+  std::sort(owners.rbegin(), owners.rend());
+  std::string text;
+  for (const auto& [bytes, owner] : owners) text += fmt::format("{}{} {}", text.empty() ? "" : ", ", owner, human_bytes(bytes));
+  return text;
+}
+
 std::string owner_of(const reader::Trace& trace, const reader::Api& api, uint64_t caller, uint32_t stack) {
   if (caller != 0) {
     if (const reader::Module* m = trace.module_of(caller)) {

@@ -209,6 +209,10 @@ std::string torch_bytes(uint64_t n);
 // rounded up to 2 MiB).
 uint64_t torch_allocation_size(uint64_t rounded);
 
+// "PyTorch caching allocator 120.16 GiB, cuBLAS 64.1 MiB": owners by bytes, the largest first,
+// owners of no bytes left out; "" when none.
+std::string owners_text(const std::map<std::string, uint64_t>& bytes_by_owner);
+
 // Who asked for an allocation, from the module its call came from (the caller field, or the
 // first frame of its stack outside the CUDA libraries and cuprobe).
 std::string owner_of(const reader::Trace& trace, const reader::Api& api, uint64_t caller, uint32_t stack);

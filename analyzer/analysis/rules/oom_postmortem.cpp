@@ -99,14 +99,10 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
       } else {
         failure = fmt::format("{} of {}", o.api, human_bytes(o.requested));
       }
-      std::vector<std::pair<std::string, uint64_t>> owners(o.live_by_owner.begin(), o.live_by_owner.end());
-      std::sort(owners.begin(), owners.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-      std::string owners_text;
+      std::string owners = owners_text(o.live_by_owner);
       nlohmann::json owners_json = nlohmann::json::object();
-      for (const auto& [owner, bytes] : owners) {
-        if (bytes == 0) continue;
-        owners_text += fmt::format("{}{} {}", owners_text.empty() ? "" : ", ", owner, human_bytes(bytes));
-        owners_json[owner] = bytes;
+      for (const auto& [owner, bytes] : o.live_by_owner) {
+        if (bytes != 0) owners_json[owner] = bytes;
       }
       nlohmann::json largest = nlohmann::json::array();
       std::string largest_text;
@@ -151,7 +147,7 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
                            {"failed_call_size", o.failed_call_size},
                            {"obtained_before", o.partial},
                            {"live_by_owner", owners_json},
-                           {"owners_text", owners_text.empty() ? "none recorded" : owners_text},
+                           {"owners_text", owners.empty() ? "none recorded" : owners},
                            {"device", device},
                            {"device_memory", total},
                            {"live", o.live},
