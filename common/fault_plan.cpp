@@ -120,33 +120,91 @@ bool parse_i64(Span s, int64_t* out) {
   return true;
 }
 
+// A plain decimal number: digits, an optional fraction, an optional exponent ("0.25", "1e-3",
+// ".5"); no sign, no hexadecimal, no nan or inf, nothing after it, and finite.
 bool parse_double(Span s, double* out) {
   char buf[64];
   if (s.len() == 0 || s.len() >= sizeof buf) return false;
+  const char* p = s.b;
+  size_t digits = 0;
+  while (p < s.e && isdigit(uint8_t(*p))) ++p, ++digits;
+  if (p < s.e && *p == '.')
+    for (++p; p < s.e && isdigit(uint8_t(*p)); ++p) ++digits;
+  if (digits == 0) return false;
+  if (p < s.e && (*p == 'e' || *p == 'E')) {
+    ++p;
+    if (p < s.e && (*p == '+' || *p == '-')) ++p;
+    if (p == s.e || !isdigit(uint8_t(*p))) return false;
+    while (p < s.e && isdigit(uint8_t(*p))) ++p;
+  }
+  if (p != s.e) return false;
   memcpy(buf, s.b, s.len());
   buf[s.len()] = 0;
   char* end = nullptr;
   double v = strtod(buf, &end);
-  if (end == buf || *end != 0) return false;
+  if (end != buf + s.len() || !__builtin_isfinite(v)) return false;
   *out = v;
   return true;
 }
 
+enum Number { kNumberOk, kNumberBad, kNumberTooLarge };
+
+// "12", "1.5", ".5", "5." -> floor(value * mult), computed exactly (no floating point).
+Number parse_scaled(Span s, uint64_t mult, uint64_t* out) {
+  const char* p = s.b;
+  uint64_t whole = 0;
+  bool digits = false, overflow = false;
+  for (; p < s.e && isdigit(uint8_t(*p)); ++p) {
+    digits = true;
+    overflow = overflow || __builtin_mul_overflow(whole, uint64_t(10), &whole) ||
+               __builtin_add_overflow(whole, uint64_t(*p - '0'), &whole);
+  }
+  const char* frac_b = p;
+  const char* frac_e = p;
+  if (p < s.e && *p == '.') {
+    frac_b = ++p;
+    while (p < s.e && isdigit(uint8_t(*p))) ++p;
+    frac_e = p;
+    digits = digits || frac_e > frac_b;
+  }
+  if (!digits || p != s.e) return kNumberBad;
+  uint64_t v;
+  if (overflow || __builtin_mul_overflow(whole, mult, &v)) return kNumberTooLarge;
+  // floor(0.d1d2...dn * mult), from the last digit: floor((floor(x) + d * mult) / 10) is exact.
+  uint64_t frac = 0;
+  for (const char* q = frac_e; q > frac_b; --q) frac = (frac + uint64_t(q[-1] - '0') * mult) / 10;
+  if (__builtin_add_overflow(v, frac, &v)) return kNumberTooLarge;
+  *out = v;
+  return kNumberOk;
+}
+
 // "30", "30s", "1500ms", "2m", "1h" -> nanoseconds.
-bool parse_duration(Span s, uint64_t* ns) {
+Number parse_duration(Span s, uint64_t* ns) {
   const char* p = s.b;
   while (p < s.e && (isdigit(uint8_t(*p)) || *p == '.')) ++p;
-  double v;
-  if (!parse_double(Span{s.b, p}, &v) || v < 0) return false;
   Span unit{p, s.e};
-  double mult = 1e9;
-  if (unit.len() == 0 || unit.is("s")) mult = 1e9;
-  else if (unit.is("ms")) mult = 1e6;
-  else if (unit.is("us")) mult = 1e3;
-  else if (unit.is("m") || unit.is("min")) mult = 60e9;
-  else if (unit.is("h")) mult = 3600e9;
-  else return false;
-  *ns = uint64_t(v * mult);
+  uint64_t mult;
+  if (unit.len() == 0 || unit.is("s")) mult = 1'000'000'000ull;
+  else if (unit.is("ms")) mult = 1'000'000ull;
+  else if (unit.is("us")) mult = 1'000ull;
+  else if (unit.is("ns")) mult = 1ull;
+  else if (unit.is("m") || unit.is("min")) mult = 60'000'000'000ull;
+  else if (unit.is("h")) mult = 3'600'000'000'000ull;
+  else return kNumberBad;
+  return parse_scaled(Span{s.b, p}, mult, ns);
+}
+
+// "0x" and exactly 16 hexadecimal digits.
+bool parse_hash(Span s, uint64_t* out) {
+  if (s.len() != 18 || s.b[0] != '0' || s.b[1] != 'x') return false;
+  uint64_t v = 0;
+  for (const char* p = s.b + 2; p < s.e; ++p) {
+    int d = isdigit(uint8_t(*p)) ? *p - '0' : (*p >= 'a' && *p <= 'f') ? *p - 'a' + 10
+            : (*p >= 'A' && *p <= 'F') ? *p - 'A' + 10 : -1;
+    if (d < 0) return false;
+    v = v << 4 | uint64_t(d);
+  }
+  *out = v;
   return true;
 }
 
@@ -202,6 +260,7 @@ bool parse_rule(Span text, int index, Rule* r, char* err, size_t cap) {
   memcpy(r->text, text.b, tl);
   r->text[tl] = 0;
   const char* where = r->text;  // messages quote the rule
+  bool seed_given = false;
 
   // CALLS ':' ERROR
   const char* pos = text.b;
@@ -301,25 +360,23 @@ bool parse_rule(Span text, int index, Rule* r, char* err, size_t cap) {
       if (!(key.is("size") ? oper.is(">=") : eq)) return bad("write size>=BYTES (or min-size=BYTES)");
       if (!parse_bytes(v.b, v.len(), &r->min_size)) return bad("not a byte count (1024, 64MiB, 1.5GiB, 2GB)");
     } else if (key.is("problem")) {
-      if (oper.is("~")) {
-        int rc = regcomp(&r->problem_re, value, REG_EXTENDED | REG_NOSUB);
-        if (rc != 0) {
-          char msg[128];
-          regerror(rc, &r->problem_re, msg, sizeof msg);
-          return bad(msg);
-        }
-        r->has_re = true;
-        r->problem_kind = kProblemRegex;
-      } else if (eq) {
-        if (v.len() == 0) return bad("an empty problem matches everything; leave the key out instead");
-        r->problem_kind = kProblemSubstring;
-        if (v.len() == 18 && v.b[0] == '0' && v.b[1] == 'x') {
-          char* end = nullptr;
-          r->problem_hash = strtoull(value + 2, &end, 16);
-          if (end && *end == 0) r->problem_kind = kProblemHash;
-        }
-      } else {
+      if (!oper.is("~") && !eq) {
         return bad("write problem=TEXT (a substring of the readable signature, or its 0x hash) or problem~REGEX");
+      }
+      if (r->problem_kind != kProblemAny) return bad("a rule has one problem= or problem~");
+      if (v.len() == 0) return bad("an empty problem matches everything; leave the key out instead");
+      if (v.len() >= sizeof r->problem) return bad("a problem of at most 255 characters");
+      if (oper.is("~")) {
+        char msg[256];
+        r->problem_re = safe_regex::compile(value, msg, sizeof msg);
+        if (r->problem_re == nullptr) {
+          char why[320];
+          snprintf(why, sizeof why, "regex refused: %s (docs/faults.md has the dialect)", msg);
+          return bad(why);
+        }
+        r->problem_kind = kProblemRegex;
+      } else {
+        r->problem_kind = parse_hash(v, &r->problem_hash) ? kProblemHash : kProblemSubstring;
       }
       snprintf(r->problem, sizeof r->problem, "%s", value);
     } else if (!eq) {
@@ -332,7 +389,10 @@ bool parse_rule(Span text, int index, Rule* r, char* err, size_t cap) {
     } else if (key.is("nth") || key.is("every") || key.is("first") || key.is("after") || key.is("max")) {
       uint64_t n;
       bool zero_ok = key.is("after");
-      if (!parse_u64(v, &n) || (n == 0 && !zero_ok)) return bad(zero_ok ? "not a whole number" : "not a whole number >= 1");
+      if (!parse_u64(v, &n) || (n == 0 && !zero_ok)) {
+        return bad(zero_ok ? "not a whole number (0 to 18446744073709551614)" : "not a whole number >= 1");
+      }
+      if (key.is("after") && n == UINT64_MAX) return bad("too large");
       (key.is("nth") ? r->nth : key.is("every") ? r->every : key.is("first") ? r->first : key.is("after") ? r->after : r->max) = n;
       if (key.is("after")) r->after = n + 1;  // stored +1 so that after=0 is distinguishable from "not given"
     } else if (key.is("at")) {
@@ -346,9 +406,13 @@ bool parse_rule(Span text, int index, Rule* r, char* err, size_t cap) {
       }
       if (r->n_at == 0) return bad("a list of call numbers joined by '+'");
     } else if (key.is("p") || key.is("probability")) {
-      if (!parse_double(v, &r->probability) || r->probability < 0 || r->probability > 1) return bad("a probability in [0, 1]");
+      if (!parse_double(v, &r->probability) || !(r->probability >= 0 && r->probability <= 1)) {
+        r->probability = -1;
+        return bad("a probability in [0, 1], written as a decimal number (0.25, 1e-3)");
+      }
     } else if (key.is("seed")) {
-      if (!parse_u64(v, &r->seed)) return bad("a whole number");
+      if (!parse_u64(v, &r->seed)) return bad("a whole number from 0 to 18446744073709551615");
+      seed_given = true;
     } else if (key.is("engine") || key.is("algo")) {
       if (!parse_i64(v, &r->engine) || r->engine < 0) return bad("an engine global index (or legacy algorithm) >= 0");
     } else if (key.is("device") || key.is("rank")) {
@@ -361,8 +425,11 @@ bool parse_rule(Span text, int index, Rule* r, char* err, size_t cap) {
       if (v.len() == 0 || v.len() >= sizeof r->comm) return bad("a command name of 1 to 63 characters");
       snprintf(r->comm, sizeof r->comm, "%s", value);
     } else if (key.is("from") || key.is("until")) {
-      uint64_t ns;
-      if (!parse_duration(v, &ns)) return bad("a time since the process started: 30, 30s, 1500ms, 2m");
+      uint64_t ns = 0;
+      Number got = parse_duration(v, &ns);
+      if (got == kNumberTooLarge) return bad("too large: at most 18446744073709551615ns (about 584 years)");
+      if (got != kNumberOk) return bad("a time since the process started: 30, 30s, 1500ms, 2m, 1h");
+      if (key.is("until") && ns == 0) return bad("until=0 ends before anything runs; leave until out for no end");
       (key.is("from") ? r->from_ns : r->until_ns) = ns;
     } else if (key.is("scope")) {
       if (v.is("process")) r->scope = kScopeProcess;
@@ -377,7 +444,7 @@ bool parse_rule(Span text, int index, Rule* r, char* err, size_t cap) {
     fail(err, cap, "fault rule %d ('%s'): 'until' must come after 'from'", index + 1, where);
     return false;
   }
-  if (r->seed != 0 && r->probability < 0) {
+  if (seed_given && r->probability < 0) {
     fail(err, cap, "fault rule %d ('%s'): a seed without p=PROBABILITY does nothing", index + 1, where);
     return false;
   }
@@ -395,27 +462,23 @@ bool error_code(const char* name, trace::Library lib, int32_t* code) {
 }
 
 bool parse_bytes(const char* s, size_t len, uint64_t* out) {
+  if (s == nullptr) return false;
   Span sp = trim(Span{s, s + len});
   const char* p = sp.b;
   while (p < sp.e && (isdigit(uint8_t(*p)) || *p == '.')) ++p;
-  double v;
-  if (!parse_double(Span{sp.b, p}, &v) || v < 0) return false;
   Span unit = trim(Span{p, sp.e});
-  double mult;
+  uint64_t mult;
   if (unit.len() == 0 || unit.is("B")) mult = 1;
-  else if (unit.is("K") || unit.is("KiB")) mult = 1024.0;
-  else if (unit.is("M") || unit.is("MiB")) mult = 1024.0 * 1024;
-  else if (unit.is("G") || unit.is("GiB")) mult = 1024.0 * 1024 * 1024;
-  else if (unit.is("T") || unit.is("TiB")) mult = 1024.0 * 1024 * 1024 * 1024;
-  else if (unit.is("KB")) mult = 1e3;
-  else if (unit.is("MB")) mult = 1e6;
-  else if (unit.is("GB")) mult = 1e9;
-  else if (unit.is("TB")) mult = 1e12;
+  else if (unit.is("K") || unit.is("KiB")) mult = 1ull << 10;
+  else if (unit.is("M") || unit.is("MiB")) mult = 1ull << 20;
+  else if (unit.is("G") || unit.is("GiB")) mult = 1ull << 30;
+  else if (unit.is("T") || unit.is("TiB")) mult = 1ull << 40;
+  else if (unit.is("KB")) mult = 1'000ull;
+  else if (unit.is("MB")) mult = 1'000'000ull;
+  else if (unit.is("GB")) mult = 1'000'000'000ull;
+  else if (unit.is("TB")) mult = 1'000'000'000'000ull;
   else return false;
-  double b = v * mult;
-  if (b >= 1.8e19) return false;
-  *out = uint64_t(b);
-  return true;
+  return parse_scaled(Span{sp.b, p}, mult, out) == kNumberOk;
 }
 
 bool parse_plan(const char* text, Plan* plan, char* err, size_t err_cap) {
@@ -434,14 +497,16 @@ bool parse_plan(const char* text, Plan* plan, char* err, size_t err_cap) {
     }
     Rule& r = plan->rules[plan->n];
     if (!parse_rule(item, plan->n, &r, err, err_cap)) {
-      if (r.has_re) regfree(&r.problem_re);
+      safe_regex::release(r.problem_re);
+      r.problem_re = nullptr;
       free_plan(plan);
       return false;
     }
     for (int i = 0; i < plan->n; ++i) {
       if (strcmp(plan->rules[i].name, r.name) != 0) continue;
       fail(err, err_cap, "fault rules %d and %d are both named '%s'; names must differ", i + 1, plan->n + 1, r.name);
-      if (r.has_re) regfree(&r.problem_re);
+      safe_regex::release(r.problem_re);
+      r.problem_re = nullptr;
       free_plan(plan);
       return false;
     }
@@ -452,13 +517,16 @@ bool parse_plan(const char* text, Plan* plan, char* err, size_t err_cap) {
 }
 
 void free_plan(Plan* plan) {
-  for (int i = 0; i < plan->n; ++i)
-    if (plan->rules[i].has_re) regfree(&plan->rules[i].problem_re);
+  for (int i = 0; i < plan->n; ++i) {
+    safe_regex::release(plan->rules[i].problem_re);
+    plan->rules[i].problem_re = nullptr;
+  }
   plan->n = 0;
 }
 
 bool parse_mem_cap(const char* text, MemCap* cap, char* err, size_t err_cap) {
   memset(cap, 0, sizeof *cap);
+  if (text == nullptr) text = "";
   const char* end = text + strlen(text);
   const char* pos = text;
   Span item;
@@ -480,6 +548,11 @@ bool parse_mem_cap(const char* text, MemCap* cap, char* err, size_t err_cap) {
         slot = int(d);
       }
       limit = trim(Span{eq + 1, item.e});
+    }
+    if (cap->bytes[slot] != 0 || cap->fraction[slot] != 0) {
+      fail(err, err_cap, "memory cap '%.*s': %s has a cap already", int(item.len()), item.b,
+           slot == kCapDevices ? "every device" : "this device");
+      return false;
     }
     if (limit.len() > 1 && limit.e[-1] == '%') {
       double pct;

@@ -9,11 +9,11 @@
 //   ERROR := a name (NOT_SUPPORTED, OOM, ...) or a number
 #pragma once
 
-#include <regex.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "api.h"
+#include "safe_regex.h"
 
 namespace cuprobe::faults {
 
@@ -38,8 +38,7 @@ struct Rule {
   uint8_t problem_kind;
   char problem[256];
   uint64_t problem_hash;
-  regex_t problem_re;
-  bool has_re;
+  safe_regex::Regex* problem_re;  // problem~: compiled once (common/safe_regex.h), freed by free_plan
   int64_t engine;  // -1 = any (legacy calls: the algorithm)
   int32_t device;  // -1 = any
   int32_t rank;    // -1 = any

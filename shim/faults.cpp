@@ -233,7 +233,7 @@ void faults_on_new_string(uint32_t id, const char* text, size_t len) {
     const faults::Rule& rule = g_plan.rules[r];
     bool hit = false;
     if (rule.problem_kind == faults::kProblemSubstring) hit = strstr(buf, rule.problem) != nullptr;
-    else if (rule.problem_kind == faults::kProblemRegex) hit = regexec(&rule.problem_re, buf, 0, nullptr, 0) == 0;
+    else if (rule.problem_kind == faults::kProblemRegex) hit = safe_regex::search(rule.problem_re, buf, len);
     if (hit) mask |= 1ull << r;
   }
   __atomic_store_n(&g_sid_rules[id], mask, __ATOMIC_RELEASE);

@@ -42,7 +42,9 @@ void faults_configure();
 void faults_after_fork();
 // Writes the FaultRule records into a new trace file.
 void write_fault_records();
-// Learns which problem-text rules a newly interned string matches.
+// Learns which problem-text rules a newly interned string matches: each distinct problem text is
+// matched once (the answer is kept per string id); a problem~ regex costs time linear in the text
+// times its states (common/safe_regex.h), never backtracking.
 void faults_on_new_string(uint32_t id, const char* text, size_t len);
 
 // Decides a faultable call; true when it must be replaced by hit->code. When the memory cap

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -45,7 +46,45 @@ std::string key_of(const std::string& item) {
   return t.substr(0, n);
 }
 
-std::string escape(const std::string& v) {
+// A JSON value as messages quote it.
+std::string shown(const nlohmann::json& v) {
+  std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return s.size() > 80 ? s.substr(0, 77) + "..." : s;
+}
+
+// Whether a backslash run in `v` would escape the separator the spec puts after it: the spec's
+// only escapes are \, and \; (other backslashes stay), so an odd run of backslashes before a
+// ',' or ';' of the value, or at its end, cannot be written.
+bool has_dangling_backslash(const std::string& v) {
+  for (size_t i = 0; i < v.size();) {
+    if (v[i] != '\\') {
+      ++i;
+      continue;
+    }
+    size_t run = 0;
+    while (i < v.size() && v[i] == '\\') ++i, ++run;
+    if (run % 2 == 1 && (i == v.size() || v[i] == ',' || v[i] == ';')) return true;
+  }
+  return false;
+}
+
+// A value the spec text can carry as it is: commas and semicolons escaped; refused when it holds
+// a line break (which separates rules), would be trimmed, or ends in an escaping backslash.
+std::string escaped_value(const std::string& v, const std::string& where) {
+  for (char c : v) {
+    if (c == '\n' || c == '\r' || c == '\0') {
+      throw PlanError(fmt::format("{}: {} holds a line break or NUL, which a fault rule cannot carry", where,
+                                  shown(v)));
+    }
+  }
+  if (!v.empty() && (std::isspace(uint8_t(v.front())) || std::isspace(uint8_t(v.back())))) {
+    throw PlanError(fmt::format("{}: {} begins or ends with white space, which a fault rule drops; remove it",
+                                where, shown(v)));
+  }
+  if (has_dangling_backslash(v)) {
+    throw PlanError(fmt::format("{}: {}: a backslash before ',' or ';' or at the end of a value cannot be written "
+                                "in a fault rule (\\, and \\; are its escapes)", where, shown(v)));
+  }
   std::string out;
   for (char c : v) {
     if (c == ',' || c == ';') out += '\\';
@@ -54,17 +93,39 @@ std::string escape(const std::string& v) {
   return out;
 }
 
-std::string value_text(const nlohmann::json& v, const std::string& where) {
-  if (v.is_string()) return v.get<std::string>();
+bool is_name(const std::string& s, bool dash) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!std::isalnum(uint8_t(c)) && c != '_' && !(dash && c == '-')) return false;
+  return true;
+}
+
+// A number of a JSON plan as the spec writes it.
+std::string number_text(const nlohmann::json& v) {
   if (v.is_number_unsigned()) return std::to_string(v.get<uint64_t>());
   if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
-  if (v.is_number_float()) return fmt::format("{}", v.get<double>());
-  if (v.is_array()) {
-    std::string s;
-    for (const auto& x : v) s += (s.empty() ? "" : "+") + value_text(x, where);
-    return s;
+  return fmt::format("{}", v.get<double>());
+}
+
+// A string or a number; anything else is refused, naming the key.
+std::string scalar_text(const nlohmann::json& v, const std::string& where, const char* expected) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number()) return number_text(v);
+  throw PlanError(fmt::format("{}: expected {}, not {}", where, expected, shown(v)));
+}
+
+std::string string_text(const nlohmann::json& v, const std::string& where, const char* expected) {
+  if (v.is_string()) return v.get<std::string>();
+  throw PlanError(fmt::format("{}: expected {} (a JSON string), not {}", where, expected, shown(v)));
+}
+
+std::string call_name(const nlohmann::json& v, const std::string& where) {
+  std::string s = string_text(v, where, "a call group (alloc, cudnn-execute, ...) or an API name");
+  if (!is_name(s, true)) {
+    throw PlanError(fmt::format("{}: {} is not a call group or an API name (letters, digits, '-' and '_'); give "
+                                "several calls as an array", where, shown(v)));
   }
-  throw PlanError(fmt::format("{}: expected a string or a number", where));
+  return s;
 }
 
 std::string rule_from_object(const nlohmann::json& r, const std::string& where) {
@@ -72,15 +133,50 @@ std::string rule_from_object(const nlohmann::json& r, const std::string& where) 
     throw PlanError(fmt::format("{}: a rule needs \"calls\" (a group such as alloc or cudnn-execute, or an API "
                                 "name) and \"error\" (OOM, NOT_SUPPORTED, ... or a number)", where));
   }
-  std::string calls = r["calls"].is_array() ? "" : value_text(r["calls"], where + ".calls");
+  std::string calls;
   if (r["calls"].is_array()) {
-    for (const auto& c : r["calls"]) calls += (calls.empty() ? "" : "|") + value_text(c, where + ".calls");
+    if (r["calls"].empty()) throw PlanError(fmt::format("{}.calls: an empty array names no call", where));
+    for (const auto& c : r["calls"]) calls += (calls.empty() ? "" : "|") + call_name(c, where + ".calls");
+  } else {
+    calls = call_name(r["calls"], where + ".calls");
   }
-  std::string spec = calls + ":" + value_text(r["error"], where + ".error");
+  const nlohmann::json& e = r["error"];
+  std::string error;
+  if (e.is_number_integer() || e.is_number_unsigned()) {
+    error = number_text(e);
+  } else {
+    error = string_text(e, where + ".error", "an error name (OOM, NOT_SUPPORTED, ...) or a number");
+    if (!is_name(error, false)) {
+      throw PlanError(fmt::format("{}.error: {} is not an error name (OOM, NOT_SUPPORTED, ...) or a number", where,
+                                  shown(e)));
+    }
+  }
+  std::string spec = calls + ":" + error;
   for (auto it = r.begin(); it != r.end(); ++it) {
     const std::string& k = it.key();
     if (k == "calls" || k == "error" || k == "comment") continue;
-    std::string v = escape(value_text(*it, where + "." + k));
+    std::string at = where + "." + k;
+    if (!is_name(k, true)) {
+      throw PlanError(fmt::format("{}: \"{}\" is not a rule key (keys are the spec's: nth, every, problem, "
+                                  "problem_regex, min_size, ...)", where, k));
+    }
+    static const std::set<std::string> kStrings = {"name", "problem", "problem_regex", "comm", "process", "scope"};
+    std::string v;
+    if (kStrings.count(k)) {
+      v = string_text(*it, at, "text");
+    } else if (it->is_array()) {
+      if (k != "at") throw PlanError(fmt::format("{}: an array is taken only for \"at\" (and \"calls\")", at));
+      for (const auto& x : *it) {
+        std::string n = scalar_text(x, at, "a call number");
+        if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) {
+          throw PlanError(fmt::format("{}: {} is not a call number (a whole number >= 1)", at, shown(x)));
+        }
+        v += (v.empty() ? "" : "+") + n;
+      }
+    } else {
+      v = scalar_text(*it, at, "a number or a string");
+    }
+    v = escaped_value(v, at);
     if (k == "problem_regex") spec += ",problem~" + v;
     else if (k == "min_size" || k == "size") spec += ",size>=" + v;
     else spec += "," + k + "=" + v;
@@ -88,11 +184,32 @@ std::string rule_from_object(const nlohmann::json& r, const std::string& where) 
   return spec;
 }
 
+// A spec string is one rule: a ';' or a line break that is not escaped would start another.
+void check_one_rule(const std::string& rule, const std::string& where) {
+  for (size_t i = 0; i < rule.size(); ++i) {
+    if (rule[i] == '\\') {
+      ++i;
+    } else if (rule[i] == ';' || rule[i] == '\n') {
+      throw PlanError(fmt::format("{}: {} holds more than one rule (';' or a line break); give each rule its own "
+                                  "entry, or write \\; for a semicolon in a value", where, shown(rule)));
+    }
+  }
+}
+
 }  // namespace
 
 std::string check_plan(const std::vector<std::string>& rules) {
   std::string text;
-  for (const auto& r : rules) text += (text.empty() ? "" : ";") + r;
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const std::string& r = rules[i];
+    size_t run = 0;
+    while (run < r.size() && r[r.size() - 1 - run] == '\\') ++run;
+    if (run % 2 == 1) {
+      throw PlanError(fmt::format("fault rule {} ('{}') ends in a backslash, which would escape the ';' after it",
+                                  i + 1, r));
+    }
+    text += (text.empty() ? "" : ";") + r;
+  }
   auto plan = std::make_unique<Plan>();
   char err[768];
   if (!parse_plan(text.c_str(), plan.get(), err, sizeof err)) throw PlanError(err);
@@ -116,7 +233,7 @@ FileRules rules_from_json(const nlohmann::json& doc, const std::string& source) 
                                     source, it.key()));
       }
     }
-    if (doc.contains("mem_cap")) out.mem_cap = value_text(doc["mem_cap"], source + ": mem_cap");
+    if (doc.contains("mem_cap")) out.mem_cap = scalar_text(doc["mem_cap"], source + ": mem_cap", "a memory cap (8GiB, 25%)");
     if (!doc.contains("rules")) {
       if (out.mem_cap.empty()) throw PlanError(fmt::format("{}: no \"rules\"", source));
       return out;
@@ -127,8 +244,10 @@ FileRules rules_from_json(const nlohmann::json& doc, const std::string& source) 
   for (size_t i = 0; i < rules->size(); ++i) {
     const auto& r = (*rules)[i];
     std::string where = fmt::format("{}: rules[{}]", source, i);
-    if (r.is_string()) out.rules.push_back(r.get<std::string>());
-    else if (r.is_object()) out.rules.push_back(rule_from_object(r, where));
+    if (r.is_string()) {
+      check_one_rule(r.get<std::string>(), where);
+      out.rules.push_back(r.get<std::string>());
+    } else if (r.is_object()) out.rules.push_back(rule_from_object(r, where));
     else throw PlanError(fmt::format("{}: a rule is a spec string or an object", where));
   }
   return out;

@@ -273,6 +273,37 @@ TEST(Faults, MalformedPlansStopRecordAndAreIgnoredUnderPlainPreload) {
   EXPECT_EQ(procs[0]["stats"]["fault_plan_rejected"], 1);
 }
 
+// Regexes that would stall the traced job (back-references, a backtracking blow-up) or cost it
+// hundreds of megabytes (nested repetition counts) are refused at once, by record and by the shim;
+// JSON values cannot smuggle triggers into a rule.
+TEST(Faults, UnsafeRegexesAndSmuggledValuesAreRefused) {
+  std::string dir = fresh_dir("unsafe");
+  std::string marker = dir + "/ran";
+  const std::string backrefs = "cudnn-execute:NOT_SUPPORTED,problem~^(.*)(.*)(.*)(.*)(.*)(.*)\\6\\5\\4\\3\\2\\1$";
+  RunResult r = record(dir + "/run", {"sh", "-c", "touch " + marker}, shim_env(), {"--fault", backrefs});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("back-references (\\6) are not supported"), std::string::npos) << r.err;
+  r = record(dir + "/run", {"sh", "-c", "touch " + marker}, shim_env(),
+             {"--fault", "cudnn-execute:NOT_SUPPORTED,problem~(a{1000}){1000}"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("more than 4096 states"), std::string::npos) << r.err;
+  std::ofstream(dir + "/plan.json") << R"({"rules": [{"calls": "alloc", "error": "OOM,nth=1"}]})";
+  r = record(dir + "/run", {"sh", "-c", "touch " + marker}, shim_env(), {"--faults", dir + "/plan.json"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("\"OOM,nth=1\" is not an error name"), std::string::npos) << r.err;
+  r = record(dir + "/run", {"sh", "-c", "touch " + marker}, shim_env(), {"--fault", "alloc:OOM,from=20000000000s"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("too large"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(marker));
+  // Under plain LD_PRELOAD the shim refuses the plan before the program's first call.
+  std::string out = dir + "/preload";
+  RunResult p = run({program("fault_probe"), "malloc:1"},
+                    shim_env({{"LD_PRELOAD", shim_preload()}, {"CUPROBE_OUT", out}, {"CUPROBE_FAULTS", backrefs}}));
+  EXPECT_EQ(p.out, "malloc 1 0 set\n");
+  EXPECT_NE(p.err.find("back-references"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("nothing will be injected"), std::string::npos) << p.err;
+}
+
 TEST(Faults, JsonPlanFileWorksLikeSpecs) {
   std::string dir = fresh_dir("jsonplan");
   std::ofstream(dir + "/plan.json") << R"({"rules": [{"calls": "alloc", "error": "OOM", "at": [2, 3], "name": "two"}],
@@ -304,6 +335,11 @@ TEST(Faults, CudnnRulesFollowProblemsEnginesAndPlans) {
   Traced by_re = record_with("cudnn_re", {"--fault", "cudnn-execute:NOT_SUPPORTED,problem~^conv_fwd x\\[8,,max=1"}, search);
   ASSERT_EQ(by_re.injected().size(), 1u);
   EXPECT_NE(by_re.injected()[0]["problem"].get<std::string>().find("x[8,"), std::string::npos);
+  // The dialect's extras and an escaped comma reach the shim's matcher.
+  Traced by_re2 = record_with("cudnn_re2", {"--fault", "cudnn-execute:NOT_SUPPORTED,problem~^(conv_fwd|x) x\\[\\d\\,,max=1"},
+                              search);
+  ASSERT_EQ(by_re2.injected().size(), 1u) << by_re2.r.err;
+  EXPECT_NE(by_re2.injected()[0]["problem"].get<std::string>().find("x[8,"), std::string::npos);
   // Plans on one engine fail to finalize: never executed, the job goes on without them.
   Traced engine = record_with("cudnn_engine", {"--fault", "cudnn-finalize:NOT_SUPPORTED_SHAPE,engine=0"}, search);
   ASSERT_EQ(engine.r.status, 0) << engine.r.err;

@@ -2,6 +2,7 @@
 // what `cuprobe record` builds around it (analyzer/faults/plan_builder.h).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <set>
 #include <string>
@@ -27,6 +28,10 @@ std::unique_ptr<Parsed> parse(const std::string& text) {
   p->ok = parse_plan(text.c_str(), p->plan.get(), err, sizeof err);
   p->err = err;
   return p;
+}
+
+bool matches(const Rule& r, const std::string& text) {
+  return safe_regex::search(r.problem_re, text.data(), text.size());
 }
 
 bool covers(const Rule& r, ApiId id) { return (r.apis[int(id) / 64] >> (int(id) % 64)) & 1; }
@@ -110,8 +115,8 @@ TEST(FaultPlan, KeysAreRead) {
   EXPECT_STREQ(q->plan->rules[0].problem, "conv_fwd x[8,16");  // \, is a comma inside a value
   EXPECT_EQ(q->plan->rules[0].engine, 3);
   EXPECT_EQ(q->plan->rules[1].problem_kind, kProblemRegex);
-  EXPECT_EQ(regexec(&q->plan->rules[1].problem_re, "conv_dgrad x[64,3,8,8]f32", 0, nullptr, 0), 0);
-  EXPECT_NE(regexec(&q->plan->rules[1].problem_re, "conv_wgrad x[64,3,8,8]f32", 0, nullptr, 0), 0);
+  EXPECT_TRUE(matches(q->plan->rules[1], "conv_dgrad x[64,3,8,8]f32"));
+  EXPECT_FALSE(matches(q->plan->rules[1], "conv_wgrad x[64,3,8,8]f32"));
   EXPECT_EQ(q->plan->rules[2].problem_kind, kProblemHash);
   EXPECT_EQ(q->plan->rules[2].problem_hash, 0xdeadbeefu);
   EXPECT_TRUE(q->plan->uses_problem_text);
@@ -208,6 +213,194 @@ TEST(FaultPlan, MemoryCaps) {
   auto bytes = mem_cap_bytes("0=1GiB,50%", {{0, 80ull << 30}, {1, 80ull << 30}});
   EXPECT_EQ(bytes[0], 1ull << 30);
   EXPECT_EQ(bytes[1], 40ull << 30);
+}
+
+TEST(FaultPlan, ProblemRegexesAreSafe) {
+  // Back-references: refused at once (glibc took minutes on this one, and matched it wrongly).
+  auto t0 = std::chrono::steady_clock::now();
+  auto p = parse("cudnn-execute:NOT_SUPPORTED,problem~^(.*)(.*)(.*)(.*)(.*)(.*)\\6\\5\\4\\3\\2\\1$");
+  EXPECT_FALSE(p->ok);
+  EXPECT_NE(p->err.find("fault rule 1"), std::string::npos) << p->err;
+  EXPECT_NE(p->err.find("back-references (\\6) are not supported"), std::string::npos) << p->err;
+  // Repetitions that multiply past the bound: refused, not compiled into hundreds of megabytes.
+  p = parse("cudnn-execute:NOT_SUPPORTED,problem~(a{1000}){1000}");
+  EXPECT_FALSE(p->ok);
+  EXPECT_NE(p->err.find("'problem~(a{1000}){1000}': regex refused: too large: it expands to more than 4096 states"),
+            std::string::npos) << p->err;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  // A refused rule after a compiled one frees it (ASan would tell).
+  p = parse("cudnn-execute:NOT_SUPPORTED,problem~^conv;cudnn-execute:NOT_SUPPORTED,problem~(");
+  EXPECT_FALSE(p->ok);
+  EXPECT_NE(p->err.find("fault rule 2"), std::string::npos) << p->err;
+  p = parse("cudnn-execute:NOT_SUPPORTED,problem~^conv,nth=0");
+  EXPECT_FALSE(p->ok);
+  p = parse("cudnn-execute:NOT_SUPPORTED,problem~^conv,name=a;cudnn-execute:NOT_SUPPORTED,problem~^conv,name=a");
+  EXPECT_FALSE(p->ok);
+  // One problem per rule; none empty; none longer than the rule keeps.
+  for (const char* bad : {"cudnn-execute:NOT_SUPPORTED,problem~a,problem=b", "cudnn-execute:NOT_SUPPORTED,problem~",
+                          "cudnn-execute:NOT_SUPPORTED,problem="}) {
+    EXPECT_FALSE(parse(bad)->ok) << bad;
+  }
+  EXPECT_NE(parse("cudnn-execute:NOT_SUPPORTED,problem=" + std::string(256, 'x'))->err.find("at most 255"),
+            std::string::npos);
+  // Pathological but legal: compiled, and matched in linear time over a long text.
+  auto q = parse("cudnn-execute:NOT_SUPPORTED,problem~(a*)*b;cudnn-execute:NOT_SUPPORTED,problem~(a|a)*c$");
+  ASSERT_TRUE(q->ok) << q->err;
+  std::string as(10000, 'a');
+  EXPECT_FALSE(matches(q->plan->rules[0], as));
+  EXPECT_FALSE(matches(q->plan->rules[1], as));
+  EXPECT_TRUE(matches(q->plan->rules[1], as + "c"));
+  // Escaped separators reach the pattern as plain characters.
+  auto e = parse("cudnn-execute:NOT_SUPPORTED,problem~x\\[8\\,16\\]|y\\;");
+  ASSERT_TRUE(e->ok) << e->err;
+  EXPECT_TRUE(matches(e->plan->rules[0], "conv_fwd x[8,16] w"));
+  EXPECT_TRUE(matches(e->plan->rules[0], "y;"));
+  EXPECT_FALSE(matches(e->plan->rules[0], "conv_fwd x[8,32] w"));
+}
+
+TEST(FaultPlan, ValuesAreReadExactlyOrRefused) {
+  auto value = [](const std::string& rule) {
+    auto p = parse(rule);
+    EXPECT_TRUE(p->ok) << rule << ": " << p->err;
+    return p->ok ? p->plan->rules[0] : Rule{};
+  };
+  EXPECT_EQ(value("alloc:OOM,from=0.3s").from_ns, 300'000'000u);  // exact, not 299999999
+  EXPECT_EQ(value("alloc:OOM,from=1.000000001").from_ns, 1'000'000'001u);
+  EXPECT_EQ(value("alloc:OOM,from=250ns").from_ns, 250u);
+  EXPECT_EQ(value("alloc:OOM,from=18446744073s").from_ns, 18'446'744'073'000'000'000u);
+  EXPECT_EQ(value("alloc:OOM,from=18446744073.709551615s").from_ns, UINT64_MAX);
+  EXPECT_EQ(value("alloc:OOM,size>=0.1KB").min_size, 100u);
+  EXPECT_EQ(value("alloc:OOM,size>=0.1K").min_size, 102u);
+  EXPECT_EQ(value("alloc:OOM,size>=16777215.99999TiB").min_size, (16777215ull << 40) + 1099500632659ull);
+  EXPECT_EQ(value("alloc:OOM,p=1e-3,seed=0").probability, 1e-3);
+  EXPECT_EQ(value("alloc:OOM,problem=0x00000000DEADbeef").problem_kind, kProblemHash);
+  EXPECT_EQ(value("alloc:OOM,problem=0x-000000000000001").problem_kind, kProblemSubstring);
+
+  struct Case {
+    const char* rule;
+    const char* says;
+  } cases[] = {
+      // Times past 2^64 ns used to wrap and fire at once.
+      {"alloc:OOM,from=20000000000s", "'from=20000000000s': too large"},
+      {"alloc:OOM,from=18446744073.709551616s", "too large"},
+      {"alloc:OOM,until=99999999999999999999999", "too large"},
+      {"alloc:OOM,from=6000000h", "too large"},
+      {"alloc:OOM,from=-1s", "a time since the process started"},
+      {"alloc:OOM,from=1e3", "a time since the process started"},
+      {"alloc:OOM,from=1.2.3s", "a time since the process started"},
+      {"alloc:OOM,from=.s", "a time since the process started"},
+      {"alloc:OOM,from=", "a time since the process started"},
+      {"alloc:OOM,until=0", "until=0"},
+      // Probabilities: decimal numbers in [0, 1] only.
+      {"alloc:OOM,p=nan", "a probability in [0, 1]"},
+      {"alloc:OOM,p=NAN", "a probability in [0, 1]"},
+      {"alloc:OOM,p=inf", "a probability in [0, 1]"},
+      {"alloc:OOM,p=-0.1", "a probability in [0, 1]"},
+      {"alloc:OOM,p=1.0000001", "a probability in [0, 1]"},
+      {"alloc:OOM,p=0x1p-2", "a probability in [0, 1]"},
+      {"alloc:OOM,p=1e400", "a probability in [0, 1]"},
+      {"alloc:OOM,p=0.5x", "a probability in [0, 1]"},
+      {"alloc:OOM,p=", "a probability in [0, 1]"},
+      {"alloc:OOM,p=e5", "a probability in [0, 1]"},
+      // Byte counts past 2^64, or not plain numbers.
+      {"alloc:OOM,size>=16777216TiB", "not a byte count"},
+      {"alloc:OOM,size>=18446744073709551616", "not a byte count"},
+      {"alloc:OOM,size>=1e3", "not a byte count"},
+      {"alloc:OOM,size>=-5", "not a byte count"},
+      {"alloc:OOM,size>=nanGiB", "not a byte count"},
+      {"alloc:OOM,size>=", "not a byte count"},
+      // Counts.
+      {"alloc:OOM,nth=18446744073709551616", "'nth=18446744073709551616'"},
+      {"alloc:OOM,after=18446744073709551615", "too large"},
+      {"alloc:OOM,every=+3", "'every=+3'"},
+      {"alloc:OOM,max=-1", "'max=-1'"},
+      {"alloc:OOM,seed=18446744073709551616,p=0.5", "'seed=18446744073709551616'"},
+      {"alloc:OOM,seed=0", "a seed without p="},
+      {"alloc:OOM,device=-1", "'device=-1'"},
+      {"alloc:OOM,device=9999999999", "'device=9999999999'"},
+      {"alloc:OOM,engine=9223372036854775808", "'engine=9223372036854775808'"},
+      {"alloc:OOM,pid=0", "'pid=0'"},
+      {"alloc:OOM,at=1++2", "'at=1++2'"},
+      {"alloc:18446744073709551616", "unknown error"},
+      {"alloc:-2", "unknown error"},
+  };
+  for (const auto& c : cases) {
+    auto p = parse(c.rule);
+    EXPECT_FALSE(p->ok) << c.rule;
+    EXPECT_NE(p->err.find(c.says), std::string::npos) << c.rule << " -> " << p->err;
+  }
+}
+
+TEST(FaultPlan, MemoryCapValuesAreChecked) {
+  MemCap c;
+  char err[256];
+  ASSERT_TRUE(parse_mem_cap("0.5GiB", &c, err, sizeof err)) << err;
+  EXPECT_EQ(c.bytes[kCapDevices], 1ull << 29);
+  ASSERT_TRUE(parse_mem_cap("1e1%", &c, err, sizeof err)) << err;
+  EXPECT_DOUBLE_EQ(c.fraction[kCapDevices], 0.1);
+  for (const char* bad : {"nan%", "inf%", "-5%", "0%", "100.5%", "%", "1e999%", "16777216TiB", "1e3GiB", "-1GiB",
+                          "0=1GiB,0=2GiB", "8GiB,all=50%", "0=", "=8GiB", "99999999999999999999=1GiB", "0.0GiB"}) {
+    EXPECT_FALSE(parse_mem_cap(bad, &c, err, sizeof err)) << bad;
+  }
+  EXPECT_FALSE(parse_mem_cap(nullptr, &c, err, sizeof err));
+  EXPECT_TRUE(parse_mem_cap("0=1GiB,1=1GiB,all=2GiB", &c, err, sizeof err)) << err;
+}
+
+TEST(FaultPlanBuilder, JsonValuesCannotSmuggleRules) {
+  auto refused = [](const char* json, const char* says) {
+    try {
+      FileRules fr = rules_from_json(nlohmann::json::parse(json), "f.json");
+      ADD_FAILURE() << json << " was accepted as: " << (fr.rules.empty() ? "" : fr.rules[0]);
+    } catch (const PlanError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << json << " -> " << e.what();
+    }
+  };
+  // Values holding the spec's separators.
+  refused(R"([{"calls": "alloc", "error": "OOM,nth=1"}])", "rules[0].error: \"OOM,nth=1\" is not an error name");
+  refused(R"([{"calls": "alloc,nth=1", "error": "OOM"}])", "rules[0].calls: \"alloc,nth=1\" is not a call group");
+  refused(R"([{"calls": ["alloc", "sync:OOM;alloc"], "error": "OOM"}])", "is not a call group");
+  refused(R"([{"calls": "alloc", "error": "OOM;sync:OOM"}])", "is not an error name");
+  refused(R"([{"calls": "alloc", "error": "OOM", "nth=1,every": 2}])", "\"nth=1,every\" is not a rule key");
+  refused(R"([{"calls": "alloc", "error": "OOM", "problem": "x\ny"}])", "rules[0].problem: \"x\\ny\" holds a line break");
+  refused(R"([{"calls": "alloc", "error": "OOM", "problem": "x\\", "seed": 1}])", "backslash");
+  refused(R"([{"calls": "alloc", "error": "OOM", "problem": "x\\,nth=1"}])", "backslash");
+  refused(R"([{"calls": "alloc", "error": "OOM", "problem": " conv"}])", "white space");
+  refused(R"(["alloc:OOM;sync:OOM"])", "rules[0]: \"alloc:OOM;sync:OOM\" holds more than one rule");
+  refused(R"(["alloc:OOM\nsync:OOM"])", "holds more than one rule");
+  // Types.
+  refused(R"([{"calls": 5, "error": "OOM"}])", "rules[0].calls: expected a call group");
+  refused(R"([{"calls": [], "error": "OOM"}])", "names no call");
+  refused(R"([{"calls": "alloc", "error": true}])", "rules[0].error: expected an error name");
+  refused(R"([{"calls": "alloc", "error": 2.5}])", "rules[0].error: expected an error name");
+  refused(R"([{"calls": "alloc", "error": "OOM", "problem": 5}])", "rules[0].problem: expected text (a JSON string), not 5");
+  refused(R"([{"calls": "alloc", "error": "OOM", "nth": true}])", "rules[0].nth: expected a number or a string, not true");
+  refused(R"([{"calls": "alloc", "error": "OOM", "nth": null}])", "rules[0].nth: expected a number or a string");
+  refused(R"([{"calls": "alloc", "error": "OOM", "nth": {"a": 1}}])", "rules[0].nth: expected a number or a string");
+  refused(R"([{"calls": "alloc", "error": "OOM", "nth": [1, 2]}])", "an array is taken only for \"at\"");
+  refused(R"([{"calls": "alloc", "error": "OOM", "at": [1, "2,nth=3"]}])", "is not a call number");
+  refused(R"([{"calls": "alloc", "error": "OOM", "at": [1, -2]}])", "is not a call number");
+  refused(R"({"rules": [], "mem_cap": true})", "mem_cap: expected a memory cap");
+  refused(R"([5])", "a rule is a spec string or an object");
+
+  // What the spec can carry is carried: escaped separators, backslashes the regex keeps.
+  FileRules fr = rules_from_json(nlohmann::json::parse(R"J([
+      {"calls": "cudnn-execute", "error": "NOT_SUPPORTED", "problem_regex": "x\\[8,16\\]|a;b", "at": [1, "3"]},
+      {"calls": "cudnn-execute", "error": "NOT_SUPPORTED", "problem": "a\\\\,b", "p": 0.5, "from": 1.5}])J"),
+                                 "f.json");
+  ASSERT_EQ(fr.rules.size(), 2u);
+  EXPECT_EQ(fr.rules[0], "cudnn-execute:NOT_SUPPORTED,at=1+3,problem~x\\[8\\,16\\]|a\\;b");
+  EXPECT_EQ(fr.rules[1], "cudnn-execute:NOT_SUPPORTED,from=1.5,p=0.5,problem=a\\\\\\,b");
+  check_plan(fr.rules);
+  auto p = parse(check_plan(fr.rules));
+  ASSERT_TRUE(p->ok) << p->err;
+  ASSERT_EQ(p->plan->n, 2);
+  EXPECT_EQ(p->plan->rules[0].n_at, 2);
+  EXPECT_TRUE(matches(p->plan->rules[0], "conv x[8,16] y"));
+  EXPECT_TRUE(matches(p->plan->rules[0], "a;b"));
+  EXPECT_STREQ(p->plan->rules[1].problem, "a\\\\,b");
+  EXPECT_EQ(p->plan->rules[1].from_ns, 1'500'000'000u);
+  // A spec string that ends in a backslash would swallow the ';' before the next rule.
+  EXPECT_THROW(check_plan({"alloc:OOM,problem=x\\", "sync:OOM"}), PlanError);
 }
 
 TEST(FaultPlanBuilder, JsonFilesBecomeSpecs) {
