@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "utf8.h"
+
 namespace cuprobe {
 
 class JsonLine {
@@ -43,7 +45,15 @@ class JsonLine {
   }
   void num(std::string_view k, uint64_t v) { key(k); fmt::format_to(std::back_inserter(buf_), "{}", v); }
   void inum(std::string_view k, int64_t v) { key(k); fmt::format_to(std::back_inserter(buf_), "{}", v); }
-  void dbl(std::string_view k, double v) { key(k); fmt::format_to(std::back_inserter(buf_), "{}", v); }
+  // JSON has no NaN or infinity: null.
+  void dbl(std::string_view k, double v) {
+    key(k);
+    if (v != v || v - v != 0) {
+      buf_.append(std::string_view("null"));
+    } else {
+      fmt::format_to(std::back_inserter(buf_), "{}", v);
+    }
+  }
   void hex(std::string_view k, uint64_t v) { key(k); fmt::format_to(std::back_inserter(buf_), "\"0x{:x}\"", v); }
   void boolean(std::string_view k, bool v) {
     key(k);
@@ -52,7 +62,16 @@ class JsonLine {
   void str(std::string_view k, std::string_view v) { key(k); str_value(v); }
   void raw(std::string_view k, std::string_view json) { key(k); buf_.append(json.data(), json.data() + json.size()); }
 
-  void str_value(std::string_view s) {
+  // Text from a trace may hold any bytes: those that are not UTF-8 become U+FFFD.
+  void str_value(std::string_view in) {
+    std::string fixed;
+    std::string_view s = in;
+    for (char c : in) {
+      if (static_cast<unsigned char>(c) >= 0x80) {
+        if (!utf8::valid(in)) s = fixed = utf8::sanitize(in);
+        break;
+      }
+    }
     buf_.push_back('"');
     for (char c : s) {
       switch (c) {

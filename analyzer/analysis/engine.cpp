@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "analysis/common.h"
+#include "utf8.h"
 
 namespace cuprobe::analysis {
 
@@ -93,7 +94,7 @@ json summarize(const std::vector<std::unique_ptr<reader::Trace>>& traces, const 
     processes.push_back({{"pid", p.pid},
                          {"host", p.host},
                          {"rank", p.rank},
-                         {"command", cmd.substr(0, 160)},
+                         {"command", utf8::truncate(cmd, 160)},
                          {"events", p.events},
                          {"duration_s", span_s(p)},
                          {"state", state},
@@ -146,7 +147,9 @@ Result<Report> analyze(const AnalyzeOptions& options) {
   Report report;
   std::vector<std::string> files;
   for (const auto& path : options.paths) {
-    auto found = reader::find_trace_files(path);
+    std::vector<std::string> skipped;
+    auto found = reader::find_trace_files(path, &skipped);
+    report.warnings.insert(report.warnings.end(), skipped.begin(), skipped.end());
     if (!found) return found.error();
     files.insert(files.end(), found->begin(), found->end());
   }
@@ -157,10 +160,7 @@ Result<Report> analyze(const AnalyzeOptions& options) {
       report.warnings.push_back(t.error().message);
       continue;
     }
-    for (auto& x : *t) {
-      for (const auto& d : x->diagnostics()) report.warnings.push_back(fmt::format("{}: {}", x->path(), d));
-      traces.push_back(std::move(x));
-    }
+    for (auto& x : *t) traces.push_back(std::move(x));
   }
   if (traces.empty()) {
     return Error{report.warnings.empty() ? "no trace could be read" : "no trace could be read: " + report.warnings[0]};
@@ -183,6 +183,10 @@ Result<Report> analyze(const AnalyzeOptions& options) {
   for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
+  // After the pass: reading the calls can add to what the reader found (a file that changed).
+  for (const auto& x : traces) {
+    for (const auto& d : x->diagnostics()) report.warnings.push_back(fmt::format("{}: {}", x->path(), d));
+  }
 
   reader::Symbolizer symbols(options.symbol_dirs);
   all.symbols = &symbols;

@@ -43,6 +43,13 @@ uint64_t live_key(const ApiView& v, uint64_t value) { return v.physical ? value 
 
 uint64_t field(const reader::Event& e, int i) { return i >= 0 && i < e.nargs ? e.args[i] : 0; }
 
+// The view of a call's API; an empty one (no flags, no fields) for an id the trace does not
+// describe, so that such calls are counted but take part in nothing else.
+const ApiView& view_of(const std::vector<ApiView>& views, uint16_t api) {
+  static const ApiView kUnknown;
+  return api < views.size() && views[api].api != nullptr ? views[api] : kUnknown;
+}
+
 // A live allocation as the pass keeps it: no strings, which are made only for the few an
 // out-of-memory report names.
 struct LiveAllocation {
@@ -256,7 +263,7 @@ class FaultFollower {
       : trace_(trace), views_(views), out_(out) {}
 
   void on_event(const reader::Event& e) {
-    const ApiView& v = views_[e.api < views_.size() ? e.api : 0];
+    const ApiView& v = view_of(views_, e.api);
     auto it = pending_.find(e.tid);
     if (it != pending_.end()) {
       auto& list = it->second;
@@ -311,7 +318,7 @@ class FaultFollower {
   }
 
   bool resolve(Pending& p, const reader::Event& e, const ApiView& v) {
-    const ApiView& f = views_[p.api < views_.size() ? p.api : 0];
+    const ApiView& f = view_of(views_, p.api);
     constexpr uint32_t kAllocs = trace::kApiDeviceAlloc | trace::kApiHostAlloc;
     constexpr uint32_t kFrees = trace::kApiDeviceFree | trace::kApiHostFree;
     if (f.flags & kAllocs) {
@@ -472,7 +479,7 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
 
   trace.for_each_event([&](const reader::Event& e) {
     if (!trace.fault_rules().empty()) faults.on_event(e);
-    const ApiView& v = views[e.api < views.size() ? e.api : 0];
+    const ApiView& v = view_of(views, e.api);
     ++f.events;
     if (e.api < calls.size()) {
       ++calls[e.api];

@@ -61,12 +61,12 @@ std::string format_value(const json& v, const std::string& how) {
       for (const auto& x : v) out += (out.empty() ? "" : ", ") + format_value(x, "");
       return out;
     }
-    return v.dump();
+    return v.dump(-1, ' ', false, json::error_handler_t::replace);
   }
   if (!v.is_number()) return format_value(v, "");
   double d = v.get<double>();
   if (how == "pct") return fmt::format("{:.1f}%", d * 100);
-  if (how == "bytes") return human_bytes(uint64_t(d < 0 ? 0 : d));
+  if (how == "bytes") return human_bytes(!(d > 0) ? 0 : d >= 1.8e19 ? UINT64_MAX : uint64_t(d));
   if (how == "ms") return fmt::format("{:.1f} ms", d);
   if (how == "s") return fmt::format("{:.2f} s", d);
   if (how == "x") return fmt::format("{:.1f}x", d);

@@ -94,7 +94,9 @@ int cmd_analyze(const Args& args) {
                           {"summary", report->summary},
                           {"findings", analysis::findings_json(report->findings)},
                           {"warnings", report->warnings}};
-    fmt::print("{}\n", out.dump(2));
+    // Text from the traces (command lines, paths) is whatever bytes the job had: bytes that
+    // are not UTF-8 are written as U+FFFD rather than refusing the whole report.
+    fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   } else {
     analysis::print_report(*report, color < 0 ? isatty(1) != 0 : color == 1, stdout);
   }

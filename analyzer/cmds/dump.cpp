@@ -251,7 +251,7 @@ void print_events(const reader::Trace& t, const Filter& filter, JsonLine& j) {
     j.num("tid", e.tid);
     j.inum("device", e.device);
     if (e.has_stream) j.hex("stream", e.stream);
-    for (int i = 0; i < e.nargs; ++i) {
+    for (int i = 0; api != nullptr && i < e.nargs && size_t(i) < api->fields.size(); ++i) {
       const reader::Field& f = api->fields[size_t(i)];
       uint64_t v = e.args[i];
       switch (f.type) {
@@ -412,7 +412,9 @@ int cmd_dump(const Args& args) {
   int readable = 0;
   JsonLine j;
   for (const auto& path : paths) {
-    auto files = reader::find_trace_files(path);
+    std::vector<std::string> skipped;
+    auto files = reader::find_trace_files(path, &skipped);
+    for (const auto& note : skipped) fmt::print(stderr, "cuprobe dump: {}\n", note);
     if (!files) {
       fmt::print(stderr, "cuprobe dump: {}\n", files.error().message);
       continue;
@@ -426,6 +428,7 @@ int cmd_dump(const Args& args) {
       for (const auto& t : *traces) {
         ++readable;
         const reader::Trace& tf = *t;
+        size_t told = tf.diagnostics().size();
         for (const auto& d : tf.diagnostics()) fmt::print(stderr, "cuprobe dump: {}: {}\n", file, d);
         if (filter.pid >= 0 && long(tf.pid()) != filter.pid) continue;
         print_process(tf, j);
@@ -434,6 +437,10 @@ int cmd_dump(const Args& args) {
         if (filter.calls) print_stacks(tf, filter, j);
         if (filter.events) print_events(tf, filter, j);
         print_tail(tf, j);
+        // A pass over the calls can find more (the file changed while it was read).
+        for (size_t k = told; k < tf.diagnostics().size(); ++k) {
+          fmt::print(stderr, "cuprobe dump: {}: {}\n", file, tf.diagnostics()[k]);
+        }
       }
     }
   }

@@ -6,11 +6,27 @@
 // Unlike the binary reader this one holds every call in memory. An "api" line describes an
 // API (flags, fields); without one, flags come from cuprobe's own hook tables and fields from
 // the keys the calls carry, so hand-written traces need no "api" lines.
-#include <cstdio>
+//
+// The input is not trusted (docs/trace-format.md, "JSON Lines input"): lines are read in
+// bounded pieces, parsed with limits on nesting and size, and every value is checked for its
+// type and range before anything is kept. A line that cannot be used is skipped and counted;
+// the first few are named one by one (line number, what is wrong, a short excerpt), the rest
+// summed up, as diagnostics of the first process of the input. Memory grows with what is kept,
+// a bounded multiple of the input's size; nothing is quadratic in the input.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstring>
-#include <fstream>
-#include <iostream>
+#include <limits>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -24,10 +40,159 @@ namespace {
 
 using nlohmann::json;
 
-const std::set<std::string>& common_keys() {
-  static const std::set<std::string> keys = {"type", "api",    "ret",    "ts_ns",    "dur_ns", "pid",
-                                             "tid",  "device", "stream", "injected", "fault_k", "stack",
-                                             "sample"};
+// Limits on JSON Lines input (docs/trace-format.md, "JSON Lines input").
+constexpr size_t kMaxLineBytes = size_t(16) << 20;  // longer lines are skipped
+constexpr int kMaxDepth = 64;                       // nesting of arrays and objects in a line
+constexpr size_t kMaxValuesPerLine = size_t(1) << 20;
+constexpr size_t kMaxFieldsPerApi = 64;  // argument fields of one API (the binary format holds 16)
+constexpr size_t kMaxApis = 4096;        // APIs of one process
+constexpr size_t kMaxProcesses = 65536;  // processes in one input
+constexpr size_t kExcerptBytes = 80;     // of a value or line quoted in a message
+constexpr size_t kNamedLines = 10;       // damaged lines named one by one; the rest are counted
+constexpr size_t kReadBlock = size_t(1) << 20;
+
+static_assert(kMaxFieldsPerApi <= 255, "argument indexes are stored in a byte");
+static_assert(kMaxApis <= 65536, "API ids are 16 bits");
+
+// At most `max` bytes of `s`, printable ASCII as is and every other byte as \xNN (so that a
+// message is valid UTF-8 whatever the input held), "…" and the full length when cut.
+std::string excerpt(std::string_view s, size_t max = kExcerptBytes) {
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < max; ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out.push_back(char(c));
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+    }
+  }
+  if (s.size() > max) out += fmt::format("… ({} bytes)", s.size());
+  return out;
+}
+
+// A value as a message shows it: scalars as JSON (cut short), containers by their kind.
+std::string describe(const json& v) {
+  switch (v.type()) {
+    case json::value_t::object: return "an object";
+    case json::value_t::array: return "an array";
+    case json::value_t::null: return "null";
+    case json::value_t::string: return "\"" + excerpt(v.get_ref<const std::string&>()) + "\"";
+    case json::value_t::number_float: {
+      double d = v.get<double>();
+      return std::isfinite(d) ? fmt::format("{}", d) : "a float out of range";
+    }
+    default: return excerpt(v.dump());
+  }
+}
+
+// A value of the wrong type or out of range: the line it is on is skipped.
+struct BadValue {
+  std::string what;
+};
+
+[[noreturn]] void bad(std::string_view key, const json& v, std::string_view want) {
+  throw BadValue{fmt::format("\"{}\": {} is not {}", excerpt(key, 40), describe(v), want)};
+}
+
+uint64_t as_u64(const json& v, std::string_view key, std::string_view want = "an unsigned 64-bit integer") {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_number_integer() && v.get<int64_t>() == 0) return 0;  // -0
+  bad(key, v, want);
+}
+
+int64_t as_i64(const json& v, std::string_view key, int64_t lo, int64_t hi, std::string_view want) {
+  if (v.is_number_unsigned()) {
+    uint64_t u = v.get<uint64_t>();
+    if (hi >= 0 && u <= uint64_t(hi)) return int64_t(u);
+  } else if (v.is_number_integer()) {
+    int64_t i = v.get<int64_t>();
+    if (i >= lo && i <= hi) return i;
+  }
+  bad(key, v, want);
+}
+
+const json* find(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it == j.end() ? nullptr : &*it;
+}
+
+uint64_t u64(const json& j, const char* key, uint64_t def = 0) {
+  const json* v = find(j, key);
+  return v ? as_u64(*v, key) : def;
+}
+
+uint32_t u32(const json& j, const char* key, uint32_t def = 0) {
+  const json* v = find(j, key);
+  if (!v) return def;
+  uint64_t x = as_u64(*v, key, "an unsigned 32-bit integer");
+  if (x > UINT32_MAX) bad(key, *v, "an unsigned 32-bit integer");
+  return uint32_t(x);
+}
+
+int64_t i64(const json& j, const char* key, int64_t def = 0) {
+  const json* v = find(j, key);
+  return v ? as_i64(*v, key, INT64_MIN, INT64_MAX, "a 64-bit integer") : def;
+}
+
+int i32(const json& j, const char* key, int def, int lo = INT32_MIN, int hi = INT32_MAX) {
+  const json* v = find(j, key);
+  if (!v) return def;
+  return int(as_i64(*v, key, lo, hi, lo == -1 ? fmt::format("an integer from -1 to {}", hi) : "a 32-bit integer"));
+}
+
+std::string str(const json& j, const char* key, const char* def = "") {
+  const json* v = find(j, key);
+  if (!v) return def;
+  if (!v->is_string()) bad(key, *v, "a string");
+  return v->get<std::string>();
+}
+
+bool boolean(const json& j, const char* key, bool def = false) {
+  const json* v = find(j, key);
+  if (!v) return def;
+  if (!v->is_boolean()) bad(key, *v, "true or false");
+  return v->get<bool>();
+}
+
+// An array (empty when absent); `what` names its elements' kind in messages.
+const json& array(const json& j, const char* key) {
+  static const json kEmpty = json::array();
+  const json* v = find(j, key);
+  if (!v) return kEmpty;
+  if (!v->is_array()) bad(key, *v, "an array");
+  return *v;
+}
+
+const json& object(const json& j, const char* key) {
+  static const json kEmpty = json::object();
+  const json* v = find(j, key);
+  if (!v) return kEmpty;
+  if (!v->is_object()) bad(key, *v, "an object");
+  return *v;
+}
+
+// "0x..." (or plain hex digits), 1 to 16 of them; nothing else.
+bool parse_hex(std::string_view s, uint64_t* out) {
+  if (s.size() >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
+  if (s.empty() || s.size() > 16) return false;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out, 16);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+// An address or handle: a "0x..." string as dump writes it, or an unsigned number.
+uint64_t hex(const json& j, const char* key, uint64_t def = 0) {
+  const json* v = find(j, key);
+  if (!v) return def;
+  uint64_t x = 0;
+  if (v->is_string() && parse_hex(v->get_ref<const std::string&>(), &x)) return x;
+  if (v->is_number_unsigned()) return v->get<uint64_t>();
+  bad(key, *v, "a hex string (\"0x...\", at most 16 digits)");
+}
+
+const std::set<std::string, std::less<>>& common_keys() {
+  static const std::set<std::string, std::less<>> keys = {"type",   "api",      "ret",     "ts_ns", "dur_ns",
+                                                          "pid",    "tid",      "device",  "stream", "injected",
+                                                          "fault_k", "stack",   "sample"};
   return keys;
 }
 
@@ -45,14 +210,237 @@ trace::Library builtin_library(const std::string& name) {
   return name.rfind("cudnn", 0) == 0 ? trace::Library::kCudnn : trace::Library::kCudart;
 }
 
-uint64_t parse_hex(const std::string& s) { return std::strtoull(s.c_str(), nullptr, 16); }
-
 trace::FileState state_of(const std::string& s) {
   if (s == "exited") return trace::FileState::kExited;
   if (s == "signaled") return trace::FileState::kSignaled;
   if (s == "exec") return trace::FileState::kExeced;
   return trace::FileState::kRecording;
 }
+
+bool field_type_ok(char t) { return t != 0 && std::strchr("puixfs", t) != nullptr; }
+
+// Damage found in one input, for its diagnostics: the first kNamedLines lines by number and
+// what was wrong, then counts per kind. Kinds are fixed words, never taken from the input.
+class Damage {
+ public:
+  // A line that was skipped.
+  void skip(size_t line, const char* kind, const std::string& what) {
+    add(skipped_, line, kind, what, "skipped");
+    ++skipped_total_;
+  }
+  // A line that was kept without some of what it held.
+  void partial(size_t line, const char* kind, const std::string& what) {
+    add(partial_, line, kind, what, "kept in part");
+    ++partial_total_;
+  }
+  // A line of a type this reader does not know (skipped, and not damage).
+  void unknown_type(size_t line, const std::string& type) {
+    if (unknown_types_++ == 0) first_unknown_ = fmt::format("line {}, \"{}\"", line, excerpt(type, 40));
+  }
+  size_t damaged() const { return skipped_total_ + partial_total_; }
+
+  std::vector<std::string> notes(size_t lines) const {
+    std::vector<std::string> out = named_;
+    auto sum = [](const std::map<std::string, Kind>& kinds) {
+      std::string s;
+      for (const auto& [kind, k] : kinds) {
+        s += fmt::format("{}{} {} (first at line {})", s.empty() ? "" : ", ", k.count, kind, k.first);
+      }
+      return s;
+    };
+    if (skipped_total_ > 0) {
+      out.push_back(fmt::format("{} of {} lines skipped: {}", skipped_total_, lines, sum(skipped_)));
+    }
+    if (partial_total_ > 0) {
+      out.push_back(fmt::format("{} of {} lines kept in part: {}", partial_total_, lines, sum(partial_)));
+    }
+    if (unknown_types_ > 0) {
+      out.push_back(fmt::format("{} {} of a type this reader does not know skipped (first: {})", unknown_types_,
+                                unknown_types_ == 1 ? "line" : "lines", first_unknown_));
+    }
+    return out;
+  }
+
+ private:
+  struct Kind {
+    size_t count = 0;
+    size_t first = 0;
+  };
+  void add(std::map<std::string, Kind>& kinds, size_t line, const char* kind, const std::string& what,
+           const char* outcome) {
+    Kind& k = kinds[kind];
+    if (k.count++ == 0) k.first = line;
+    if (named_.size() < kNamedLines) named_.push_back(fmt::format("line {}: {} ({})", line, what, outcome));
+  }
+
+  std::map<std::string, Kind> skipped_;
+  std::map<std::string, Kind> partial_;
+  std::vector<std::string> named_;
+  size_t skipped_total_ = 0;
+  size_t partial_total_ = 0;
+  size_t unknown_types_ = 0;
+  std::string first_unknown_;
+};
+
+// Builds the DOM of one line through nlohmann's SAX interface, refusing lines nested deeper
+// than kMaxDepth or holding more than kMaxValuesPerLine values (a few bytes of input must not
+// become megabytes of nodes). Parse errors are kept as short messages, never thrown.
+class BoundedDom {
+ public:
+  explicit BoundedDom(json& root) : root_(root) {}
+
+  bool null() { return value(nullptr); }
+  bool boolean(bool v) { return value(v); }
+  bool number_integer(json::number_integer_t v) { return value(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return value(v); }
+  bool number_float(json::number_float_t v, const std::string&) { return value(v); }
+  bool string(std::string& v) { return value(std::move(v)); }
+  bool binary(json::binary_t&) { return fail("binary", "binary values are not JSON"); }
+  bool start_object(size_t) { return open(json::value_t::object); }
+  bool end_object() { return close(); }
+  bool start_array(size_t) { return open(json::value_t::array); }
+  bool end_array() { return close(); }
+  bool key(std::string& k) {
+    slot_ = &(*stack_.back())[std::move(k)];
+    return true;
+  }
+  template <typename Exception>
+  bool parse_error(size_t, const std::string&, const Exception& e) {
+    // "[json.exception.parse_error.101] parse error at line 1, column 5: syntax error ..."
+    std::string_view what = e.what();
+    if (size_t p = what.find("] "); p != std::string_view::npos) what.remove_prefix(p + 2);
+    if (what.rfind("parse error at line 1, ", 0) == 0) what.remove_prefix(23);
+    return fail("not JSON", "not JSON (" + excerpt(what, 120) + ")");
+  }
+
+  const char* kind() const { return kind_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  bool fail(const char* kind, std::string what) {
+    kind_ = kind;
+    error_ = std::move(what);
+    return false;
+  }
+  bool count() {
+    if (++values_ <= kMaxValuesPerLine) return true;
+    return fail("too many values", fmt::format("more than {} values in one line", kMaxValuesPerLine));
+  }
+  template <typename V>
+  bool value(V&& v) {
+    if (!count()) return false;
+    place(json(std::forward<V>(v)));
+    return true;
+  }
+  json* place(json&& v) {
+    if (stack_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    json* top = stack_.back();
+    if (top->is_array()) {
+      top->push_back(std::move(v));
+      return &top->back();
+    }
+    *slot_ = std::move(v);
+    return slot_;
+  }
+  bool open(json::value_t t) {
+    if (!count()) return false;
+    if (stack_.size() >= size_t(kMaxDepth)) {
+      return fail("nested too deeply", fmt::format("arrays and objects nested deeper than {}", kMaxDepth));
+    }
+    stack_.push_back(place(json(t)));
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  json& root_;
+  std::vector<json*> stack_;  // the open arrays and objects; the innermost last
+  json* slot_ = nullptr;      // the value of the key just read
+  size_t values_ = 0;
+  const char* kind_ = "not JSON";
+  std::string error_;
+};
+
+// Lines of a file descriptor or of text in memory, at most kMaxLineBytes each: a longer one is
+// read past without being kept.
+class LineSource {
+ public:
+  enum Status { kLine, kTooLong, kEnd, kError };
+
+  explicit LineSource(int fd) : fd_(fd), buf_(kReadBlock) { data_ = buf_.data(); }
+  explicit LineSource(std::string_view text) : data_(text.data()), end_(text.size()) {}
+
+  // The next line without its '\n', valid until the next call; *length is its length in bytes
+  // (also for a line too long to keep).
+  Status next(std::string_view* line, size_t* length) {
+    partial_.clear();
+    bool too_long = false;
+    size_t total = 0;
+    for (;;) {
+      if (pos_ < end_) {
+        const char* begin = data_ + pos_;
+        const void* nl = std::memchr(begin, '\n', end_ - pos_);
+        size_t n = nl ? size_t(static_cast<const char*>(nl) - begin) : end_ - pos_;
+        total += n;
+        pos_ += n + (nl ? 1 : 0);
+        if (!too_long && total > kMaxLineBytes) {
+          too_long = true;
+          std::string().swap(partial_);  // give the memory back
+        }
+        if (nl) return finish(begin, n, total, too_long, line, length);
+        if (!too_long) partial_.append(begin, n);
+      }
+      ssize_t got = fill();
+      if (got < 0) return kError;
+      if (got == 0) {
+        if (total == 0 && !too_long) return kEnd;
+        *length = total;
+        if (too_long) return kTooLong;
+        *line = partial_;
+        return kLine;
+      }
+    }
+  }
+  int error() const { return errno_; }
+
+ private:
+  Status finish(const char* begin, size_t n, size_t total, bool too_long, std::string_view* line, size_t* length) {
+    *length = total;
+    if (too_long) return kTooLong;
+    if (partial_.empty()) {
+      *line = std::string_view(begin, n);
+    } else {
+      partial_.append(begin, n);
+      *line = partial_;
+    }
+    return kLine;
+  }
+  // Refills the buffer: bytes read, 0 at the end, -1 on an error.
+  ssize_t fill() {
+    if (fd_ < 0) return 0;
+    for (;;) {
+      ssize_t got = ::read(fd_, buf_.data(), buf_.size());
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) errno_ = errno;
+      pos_ = 0;
+      end_ = got > 0 ? size_t(got) : 0;
+      return got;
+    }
+  }
+
+  int fd_ = -1;
+  std::vector<char> buf_;
+  const char* data_ = nullptr;
+  size_t pos_ = 0;
+  size_t end_ = 0;
+  std::string partial_;  // a line that spans reads
+  int errno_ = 0;
+};
 
 }  // namespace
 
@@ -64,186 +452,278 @@ class JsonlTrace : public Trace {
     process_.pid = pid;
   }
 
+  // The input's damage: its lines skipped or kept in part, and what was wrong with them.
+  void add_damage(const std::vector<std::string>& notes, uint64_t lines) {
+    for (const auto& n : notes) note(n);
+    damaged_records_ += lines;
+  }
+
+  // Each add_* reads and checks the whole line first and changes the trace only once nothing
+  // can go wrong, so that a skipped line leaves nothing behind. BadValue: the line is skipped.
   void set_process(const json& j) {
-    has_process_ = true;
-    process_.pid = pid_;
-    process_.ppid = j.value("ppid", 0u);
-    process_.rank = j.value("rank", -1);
-    process_.local_rank = j.value("local_rank", -1);
-    process_.world_size = j.value("world_size", -1);
-    process_.hostname = j.value("host", "");
-    process_.exe = j.value("exe", "");
-    process_.cwd = j.value("cwd", "");
-    if (j.contains("cmdline")) process_.cmdline = j["cmdline"].get<std::vector<std::string>>();
-    start_mono_ns_ = j.value("start_ns", uint64_t(0));
-    start_real_ns_ = j.value("start_wall_ns", uint64_t(0));
-    end_mono_ns_ = j.value("end_ns", uint64_t(0));
-    state_ = state_of(j.value("state", "incomplete"));
-    end_signal_ = j.value("signal", 0);
-    thread_count_ = j.value("threads", size_t(0));
+    Process p;
+    p.pid = pid_;
+    p.ppid = u32(j, "ppid");
+    p.rank = i32(j, "rank", -1);
+    p.local_rank = i32(j, "local_rank", -1);
+    p.world_size = i32(j, "world_size", -1);
+    p.hostname = str(j, "host");
+    p.exe = str(j, "exe");
+    p.cwd = str(j, "cwd");
+    for (const auto& arg : array(j, "cmdline")) {
+      if (!arg.is_string()) bad("cmdline", arg, "a string");
+      p.cmdline.push_back(arg.get<std::string>());
+    }
+    uint64_t start = u64(j, "start_ns");
+    uint64_t start_wall = u64(j, "start_wall_ns");
+    uint64_t end = u64(j, "end_ns");
+    trace::FileState state = state_of(str(j, "state", "incomplete"));
+    int signal = i32(j, "signal", 0);
+    uint64_t threads = u64(j, "threads");
+    std::map<uint32_t, int64_t> properties;
     for (uint32_t key = 1; key < 16; ++key) {
-      if (const char* name = property_name(key); name && j.contains(name)) properties_[key] = j[name].get<int64_t>();
+      if (const char* name = property_name(key); name && j.contains(name)) properties[key] = i64(j, name);
     }
-    if (j.contains("devices")) {
-      for (const auto& d : j["devices"]) {
-        Device dev;
-        dev.index = d.value("index", -1);
-        dev.name = d.value("name", "");
-        dev.total_mem = d.value("total_mem", uint64_t(0));
-        dev.uuid = d.value("uuid", "");
-        dev.pci_bus_id = d.value("pci_bus_id", "");
-        dev.multiprocessors = d.value("multiprocessors", 0);
-        std::string cc = d.value("cc", "0.0");
-        std::sscanf(cc.c_str(), "%d.%d", &dev.cc_major, &dev.cc_minor);
-        devices_[dev.index] = dev;
+    std::map<int, Device> devices;
+    for (const auto& d : array(j, "devices")) {
+      if (!d.is_object()) bad("devices", d, "an object");
+      Device dev;
+      dev.index = i32(d, "index", -1, -1, INT16_MAX);
+      dev.name = str(d, "name");
+      dev.total_mem = u64(d, "total_mem");
+      dev.uuid = str(d, "uuid");
+      dev.pci_bus_id = str(d, "pci_bus_id");
+      dev.multiprocessors = i32(d, "multiprocessors", 0);
+      std::string cc = str(d, "cc", "0.0");
+      size_t dot = cc.find('.');
+      auto number = [&](std::string_view s, int* out) {
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+        return ec == std::errc() && end == s.data() + s.size() && *out >= 0;
+      };
+      if (dot == std::string::npos || !number(std::string_view(cc).substr(0, dot), &dev.cc_major) ||
+          !number(std::string_view(cc).substr(dot + 1), &dev.cc_minor)) {
+        bad("cc", *find(d, "cc"), "a compute capability (\"9.0\")");
       }
+      devices[dev.index] = std::move(dev);
     }
-    if (j.contains("stats")) {
-      for (uint32_t s = 0; s < trace::kStatCount; ++s) {
-        if (trace::kStatNames[s] && j["stats"].contains(trace::kStatNames[s])) {
-          stats_[s] = j["stats"][trace::kStatNames[s]].get<uint64_t>();
+    uint64_t stats[trace::kStatCount] = {};
+    const json& st = object(j, "stats");
+    for (uint32_t s = 0; s < trace::kStatCount; ++s) {
+      if (trace::kStatNames[s]) stats[s] = u64(st, trace::kStatNames[s]);
+    }
+    std::vector<CudnnHandle> handles;
+    for (const auto& h : array(j, "cudnn_handles")) {
+      if (!h.is_object()) bad("cudnn_handles", h, "an object");
+      handles.push_back(CudnnHandle{hex(h, "handle"), i32(h, "device", -1, -1, INT16_MAX), u32(h, "tid")});
+    }
+    // A process line seen again (the same process in two dumps) replaces the first.
+    has_process_ = true;
+    process_ = std::move(p);
+    start_mono_ns_ = start;
+    start_real_ns_ = start_wall;
+    end_mono_ns_ = end;
+    state_ = state;
+    end_signal_ = signal;
+    thread_count_ = size_t(std::min<uint64_t>(threads, std::numeric_limits<size_t>::max()));
+    for (const auto& [key, value] : properties) properties_[key] = value;
+    devices_ = std::move(devices);
+    std::copy(std::begin(stats), std::end(stats), std::begin(stats_));
+    handles_ = std::move(handles);
+  }
+
+  // BadValue: the line is skipped; a message returned: the line was kept in part.
+  std::string add_api(const json& j) {
+    std::string name = str(j, "name");
+    if (name.empty()) throw BadValue{"an api line without \"name\""};
+    uint32_t flags = u32(j, "flags", builtin_flags(name));
+    trace::Library library = j.contains("library") ? library_from(str(j, "library")) : builtin_library(name);
+    std::vector<Field> fields;
+    std::string_view spec;
+    std::string spec_text = str(j, "fields");
+    spec = spec_text;
+    while (!spec.empty()) {
+      size_t comma = spec.find(',');
+      std::string_view item = spec.substr(0, comma);
+      spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
+      if (item.empty()) continue;
+      size_t colon = item.rfind(':');  // names may hold ':' (the keys of hand-written calls)
+      Field f{std::string(item.substr(0, colon)), 'u'};
+      if (colon != std::string_view::npos) {
+        if (item.size() != colon + 2 || !field_type_ok(item[colon + 1])) {
+          throw BadValue{fmt::format("\"fields\": \"{}\" is not name:type with type one of p u i x f s", excerpt(item, 40))};
         }
+        f.type = item[colon + 1];
       }
+      fields.push_back(std::move(f));
     }
-    if (j.contains("cudnn_handles")) {
-      for (const auto& h : j["cudnn_handles"]) {
-        handles_.push_back(CudnnHandle{parse_hex(h.value("handle", "0x0")), h.value("device", -1), h.value("tid", 0u)});
-      }
-    }
-  }
-
-  void add_api(const json& j) {
-    Api a;
-    a.name = j.value("name", "");
-    a.flags = j.value("flags", builtin_flags(a.name));
-    a.library = j.contains("library") ? library_from(j["library"].get<std::string>()) : builtin_library(a.name);
-    a.count_slot = -1;
-    std::string spec = j.value("fields", "");
-    size_t start = 0;
-    while (start < spec.size()) {
-      size_t end = spec.find(',', start);
-      if (end == std::string::npos) end = spec.size();
-      std::string item = spec.substr(start, end - start);
-      size_t colon = item.find(':');
-      a.fields.push_back(Field{item.substr(0, colon), colon == std::string::npos ? 'u' : item[colon + 1]});
-      start = end + 1;
-    }
-    api_ids_[a.name] = uint16_t(apis_.size());
-    apis_.push_back(std::move(a));
-  }
-
-  void add_call(const json& j) {
-    std::string name = j.value("api", "");
+    if (apis_.size() >= kMaxApis && !api_ids_.count(name)) throw TooMany{"too many APIs", "APIs in one process"};
+    // An API seen again keeps its id and fields (calls already refer to them); new fields are added.
     uint16_t id = api_id(name);
     Api& a = apis_[id];
-    // Fields this API's earlier lines did not have are appended to its field list.
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      if (common_keys().count(it.key()) || a.field_index(it.key()) >= 0) continue;
-      if (it.key() == "size" && (a.flags & (trace::kApiDeviceFree | trace::kApiHostFree))) continue;  // derived
-      char type = it->is_string() ? (it->get<std::string>().rfind("0x", 0) == 0 ? 'p' : 's')
-                  : it->is_number_float() ? 'f'
-                  : it->is_number_unsigned() ? 'u'
-                                            : 'i';
-      a.fields.push_back(Field{it.key(), type});
+    a.flags = flags;
+    a.library = library;
+    size_t dropped = 0;
+    for (auto& f : fields) {
+      if (a.field_index(f.name) >= 0) continue;
+      if (a.fields.size() >= kMaxFieldsPerApi) {
+        ++dropped;
+        continue;
+      }
+      a.fields.push_back(std::move(f));
     }
+    if (dropped == 0) return "";
+    return fmt::format("{} fields of {} beyond the first {} ignored", dropped, excerpt(name, 40), kMaxFieldsPerApi);
+  }
+
+  // BadValue: skipped; TooMany: skipped; a message returned: kept in part.
+  std::string add_call(const json& j) {
+    std::string name = str(j, "api");
+    if (name.empty()) throw BadValue{"a call without \"api\""};
     Stored e;
-    e.api = id;
-    e.ret = j.value("ret", 0);
-    e.device = int16_t(j.value("device", -1));
-    e.tid = j.value("tid", 0u);
-    e.ts_ns = j.value("ts_ns", uint64_t(0));
-    e.dur_ns = j.value("dur_ns", uint64_t(0));
+    e.ret = int32_t(i32(j, "ret", 0));
+    e.device = int16_t(i32(j, "device", -1, -1, INT16_MAX));
+    e.tid = u32(j, "tid");
+    e.ts_ns = u64(j, "ts_ns");
+    e.dur_ns = u64(j, "dur_ns");
+    if (e.dur_ns > UINT64_MAX - e.ts_ns) {
+      throw BadValue{fmt::format("\"ts_ns\" + \"dur_ns\" ({} + {}) is past 2^64", e.ts_ns, e.dur_ns)};
+    }
     if (j.contains("stream")) {
       e.has_stream = true;
-      e.stream = parse_hex(j["stream"].get<std::string>());
+      e.stream = hex(j, "stream");
     }
-    e.stack = j.value("stack", 0u);
-    e.sample = j.value("sample", false);
-    if (j.contains("injected")) {
-      std::string rule = j["injected"].is_string() ? j["injected"].get<std::string>() : "";
-      e.fault_rule = fault_rule_index(rule);
-      e.fault_k = j.value("fault_k", uint64_t(0));
+    e.stack = u32(j, "stack");
+    e.sample = boolean(j, "sample");
+    std::string rule;
+    bool injected = j.contains("injected");
+    if (injected) {
+      rule = str(j, "injected");
+      e.fault_k = u64(j, "fault_k");
     }
-    e.args = uint32_t(args_.size());
-    e.nargs = uint16_t(a.fields.size());
-    for (const Field& f : a.fields) {
-      auto it = j.find(f.name);
-      uint64_t v = 0;
-      if (it != j.end()) {
-        if (f.type == 's') {
-          v = intern(it->get<std::string>());
-        } else if (it->is_string()) {
-          v = parse_hex(it->get<std::string>());
-        } else if (f.type == 'f' || it->is_number_float()) {
-          double d = it->get<double>();
-          std::memcpy(&v, &d, sizeof v);
-        } else if (it->is_number_integer()) {
-          v = uint64_t(it->get<int64_t>());
-        } else if (it->is_boolean()) {
-          v = it->get<bool>() ? 1 : 0;
+    if (!api_ids_.count(name) && apis_.size() >= kMaxApis) throw TooMany{"too many APIs", "APIs in one process"};
+    if (injected && !rule_ids_.count(rule) && free_rule_index(rule, -1) < 0) {
+      throw TooMany{"too many fault rules", "fault rules in one process"};
+    }
+
+    // The API's fields, and the keys of this line that are new fields, each with its value.
+    const Api* known = nullptr;
+    if (auto it = api_ids_.find(name); it != api_ids_.end()) known = &apis_[it->second];
+    size_t nfields = known ? known->fields.size() : 0;
+    pending_.clear();
+    new_fields_.clear();
+    size_t ignored = 0;
+    const uint32_t flags = known ? known->flags : builtin_flags(name);
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string& key = it.key();
+      if (common_keys().count(key)) continue;
+      int index = known ? known->field_index(key) : -1;
+      if (index < 0) {
+        for (size_t k = 0; k < new_fields_.size(); ++k) {
+          if (new_fields_[k].name == key) index = int(nfields + k);
         }
       }
-      args_.push_back(v);
+      if (index < 0) {
+        if (key == "size" && (flags & (trace::kApiDeviceFree | trace::kApiHostFree))) continue;  // derived
+        if (nfields + new_fields_.size() >= kMaxFieldsPerApi) {
+          ++ignored;
+          continue;
+        }
+        const json& v = *it;
+        char type = v.is_string() ? (v.get_ref<const std::string&>().rfind("0x", 0) == 0 ? 'p' : 's')
+                    : v.is_number_float()    ? 'f'
+                    : v.is_number_unsigned() ? 'u'
+                                             : 'i';
+        index = int(nfields + new_fields_.size());
+        new_fields_.push_back(Field{key, type});
+      }
+      char type = size_t(index) < nfields ? known->fields[size_t(index)].type : new_fields_[size_t(index) - nfields].type;
+      pending_.emplace_back(uint8_t(index), arg_value(key, *it, type));
     }
+
+    // Nothing below fails: commit.
+    uint16_t id = api_id(name);
+    Api& a = apis_[id];
+    for (auto& f : new_fields_) a.fields.push_back(std::move(f));
+    for (auto& [index, value] : pending_) {
+      if (value.is_string) value.bits = intern(value.text);
+    }
+    std::sort(pending_.begin(), pending_.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    e.api = id;
+    e.nargs = uint16_t(a.fields.size());
+    e.npresent = uint16_t(pending_.size());
+    e.args = arg_index_.size();
+    e.dense = e.npresent == e.nargs;  // every field present: indexes 0..n-1 in order
+    for (const auto& [index, value] : pending_) {
+      arg_index_.push_back(index);
+      arg_value_.push_back(value.bits);
+    }
+    if (injected) e.fault_rule = int8_t(fault_rule_index(rule));
     events_.push_back(e);
     threads_.insert(e.tid);
     last_event_ns_ = std::max(last_event_ns_, e.ts_ns + e.dur_ns);
     ++call_records_;
+    if (ignored == 0) return "";
+    return fmt::format("{} {} of a call of {} ignored: an API has at most {} fields", ignored,
+                       ignored == 1 ? "key" : "keys", excerpt(name, 40), kMaxFieldsPerApi);
   }
 
   void add_fault_rule(const json& j) {
     FaultRule r;
-    r.index = j.value("index", -1);
-    r.name = j.value("name", "");
-    r.text = j.value("rule", "");
-    r.scope = j.value("scope", "process") == "thread" ? 1 : 0;
-    r.matched = j.value("matched", uint64_t(0));
-    r.injected = j.value("injected", uint64_t(0));
-    if (r.index < 0 || r.index >= trace::kFaultRuleSlots) r.index = next_free_rule_index();
+    r.index = i32(j, "index", -1);
+    r.name = str(j, "name");
+    r.text = str(j, "rule");
+    r.scope = str(j, "scope", "process") == "thread" ? 1 : 0;
+    r.matched = u64(j, "matched");
+    r.injected = u64(j, "injected");
+    // A rule seen again (the same process in two dumps) is updated in place.
+    if (auto it = rule_ids_.find(r.name); it != rule_ids_.end()) {
+      for (FaultRule& old : fault_rules_) {
+        if (old.index == it->second) {
+          old.text = r.text;
+          old.scope = r.scope;
+          old.matched = r.matched;
+          old.injected = r.injected;
+        }
+      }
+      return;
+    }
+    r.index = free_rule_index(r.name, r.index);
+    if (r.index < 0) throw TooMany{"too many fault rules", "fault rules in one process"};
+    rule_ids_[r.name] = r.index;
     fault_rules_.push_back(std::move(r));
-  }
-
-  // Calls name their rule; a rule without a fault_rule line gets an index of its own.
-  int fault_rule_index(const std::string& name) {
-    for (const FaultRule& r : fault_rules_)
-      if (r.name == name) return r.index;
-    FaultRule r;
-    r.index = name == "mem-cap" ? trace::kFaultRuleSlots - 1 : next_free_rule_index();
-    r.name = name;
-    fault_rules_.push_back(r);
-    return r.index;
-  }
-
-  int next_free_rule_index() const {
-    int i = 0;
-    while (fault_rule(i) != nullptr && i < trace::kFaultRuleSlots - 2) ++i;
-    return i;
   }
 
   void add_stack(const json& j) {
     Stack st;
-    st.id = j.value("id", 0u);
-    for (const auto& f : j.value("python", json::array())) {
-      st.python.push_back(PyFrame{f.value("file", ""), f.value("function", ""), f.value("line", 0)});
+    st.id = u32(j, "id");
+    for (const auto& f : array(j, "python")) {
+      if (!f.is_object()) bad("python", f, "an object");
+      st.python.push_back(PyFrame{str(f, "file"), str(f, "function"), i32(f, "line", 0)});
     }
-    for (const auto& f : j.value("native", json::array())) {
-      st.pcs.push_back(f.contains("pc") ? parse_hex(f["pc"].get<std::string>()) : 0);
-      st.resolved.push_back(f.value("text", ""));
+    for (const auto& f : array(j, "native")) {
+      if (!f.is_object()) bad("native", f, "an object");
+      st.pcs.push_back(hex(f, "pc"));
+      st.resolved.push_back(str(f, "text"));
     }
     stacks_[st.id] = std::move(st);
   }
 
   void add_count(const json& j) {
-    counts_.push_back(Count{j.value("tid", 0u), api_id(j.value("api", "")), j.value("device", -1), j.value("calls", uint64_t(0))});
+    std::string name = str(j, "api");
+    if (name.empty()) throw BadValue{"a count without \"api\""};
+    Count c{u32(j, "tid"), 0, i32(j, "device", -1, -1, INT16_MAX), u64(j, "calls")};
+    if (!api_ids_.count(name) && apis_.size() >= kMaxApis) throw TooMany{"too many APIs", "APIs in one process"};
+    c.api = api_id(name);
+    counts_.push_back(c);
   }
 
   void add_crash(const json& j) {
     Crash c;
-    c.signal = j.value("signal", 0);
-    c.tid = j.value("tid", 0u);
-    c.ts_ns = j.value("ts_ns", uint64_t(0));
-    c.api_in_flight = j.value("api_in_flight", "");
-    c.in_flight_start_ns = j.value("in_flight_since_ns", uint64_t(0));
+    c.signal = i32(j, "signal", 0);
+    c.tid = u32(j, "tid");
+    c.ts_ns = u64(j, "ts_ns");
+    c.api_in_flight = str(j, "api_in_flight");
+    c.in_flight_start_ns = u64(j, "in_flight_since_ns");
     crashes_.push_back(c);
   }
 
@@ -258,6 +738,7 @@ class JsonlTrace : public Trace {
   void for_each_event(const std::function<void(const Event&)>& fn) const override {
     Event e;
     e.pid = pid_;
+    std::vector<uint64_t> scratch(kMaxFieldsPerApi);
     for (const Stored& s : events_) {
       e.api = s.api;
       e.ret = s.ret;
@@ -267,8 +748,15 @@ class JsonlTrace : public Trace {
       e.ts_ns = s.ts_ns;
       e.dur_ns = s.dur_ns;
       e.stream = s.stream;
-      e.args = args_.data() + s.args;
       e.nargs = std::min<int>(s.nargs, int(apis_[s.api].fields.size()));
+      if (s.dense) {
+        e.args = arg_value_.data() + s.args;
+      } else {
+        // Fields this line did not have read as 0.
+        std::fill(scratch.begin(), scratch.begin() + s.nargs, 0);
+        for (size_t i = 0; i < s.npresent; ++i) scratch[arg_index_[s.args + i]] = arg_value_[s.args + i];
+        e.args = scratch.data();
+      }
       e.fault_rule = s.fault_rule;
       e.fault_k = s.fault_k;
       e.stack = s.stack;
@@ -277,23 +765,64 @@ class JsonlTrace : public Trace {
     }
   }
 
- private:
-  struct Stored {
-    uint16_t api;
-    int16_t device;
-    int32_t ret;
-    uint32_t tid;
-    bool has_stream = false;
-    uint16_t nargs;
-    uint32_t args;
-    uint64_t ts_ns;
-    uint64_t dur_ns;
-    uint64_t stream = 0;
-    int fault_rule = -1;
-    uint64_t fault_k = 0;
-    uint32_t stack = 0;
-    bool sample = false;
+  // Not BadValue: the line is valid but over a limit of this reader.
+  struct TooMany {
+    const char* kind;
+    const char* what;
   };
+
+ private:
+  // 64 bytes a call, and 9 a field it carries.
+  struct Stored {
+    uint64_t ts_ns = 0;
+    uint64_t dur_ns = 0;
+    uint64_t stream = 0;
+    uint64_t fault_k = 0;
+    uint64_t args = 0;  // the first of its fields in arg_index_ and arg_value_
+    uint32_t tid = 0;
+    uint32_t stack = 0;
+    int32_t ret = 0;
+    int16_t device = -1;
+    uint16_t api = 0;
+    uint16_t nargs = 0;     // the API's fields when the line was read
+    uint16_t npresent = 0;  // of them, those the line had
+    int8_t fault_rule = -1;
+    bool has_stream = false;
+    bool sample = false;
+    bool dense = false;
+  };
+  static_assert(trace::kFaultRuleSlots <= 127);
+
+  struct ArgValue {
+    uint64_t bits = 0;
+    bool is_string = false;
+    std::string text;  // is_string: interned at commit
+  };
+
+  // A call's value for one of its fields: strings of 's' fields by id, addresses and flags
+  // from "0x..." strings, numbers by their bits (floats as float64), booleans as 0 or 1.
+  static ArgValue arg_value(const std::string& key, const json& v, char type) {
+    ArgValue out;
+    if (type == 's') {
+      if (!v.is_string()) bad(key, v, "a string");
+      out.is_string = true;
+      out.text = v.get<std::string>();
+    } else if (v.is_string()) {
+      if (!parse_hex(v.get_ref<const std::string&>(), &out.bits)) bad(key, v, "a hex string (\"0x...\") or a number");
+    } else if (v.is_number_float() || (type == 'f' && v.is_number())) {
+      double d = v.get<double>();  // dump writes 2.0 as 2
+      std::memcpy(&out.bits, &d, sizeof d);
+    } else if (v.is_number_unsigned()) {
+      out.bits = v.get<uint64_t>();
+    } else if (v.is_number_integer()) {
+      out.bits = uint64_t(v.get<int64_t>());
+    } else if (v.is_boolean()) {
+      out.bits = v.get<bool>() ? 1 : 0;
+    } else {
+      bad(key, v, "a number, string or boolean");
+    }
+    return out;
+  }
 
   static trace::Library library_from(const std::string& s) {
     if (s == "cudnn") return trace::Library::kCudnn;
@@ -302,6 +831,7 @@ class JsonlTrace : public Trace {
     return trace::Library::kCudart;
   }
 
+  // Callers check kMaxApis first.
   uint16_t api_id(const std::string& name) {
     auto it = api_ids_.find(name);
     if (it != api_ids_.end()) return it->second;
@@ -309,105 +839,255 @@ class JsonlTrace : public Trace {
     a.name = name;
     a.flags = builtin_flags(name);
     a.library = builtin_library(name);
+    a.count_slot = -1;
     api_ids_[name] = uint16_t(apis_.size());
     apis_.push_back(std::move(a));
     return uint16_t(apis_.size() - 1);
   }
 
+  // Calls name their rule; a rule without a fault_rule line gets an index of its own. Callers
+  // check that there is room (free_rule_index).
+  int fault_rule_index(const std::string& name) {
+    if (auto it = rule_ids_.find(name); it != rule_ids_.end()) return it->second;
+    FaultRule r;
+    r.index = free_rule_index(name, -1);
+    r.name = name;
+    rule_ids_[name] = r.index;
+    fault_rules_.push_back(r);
+    return r.index;
+  }
+
+  // The index a new rule gets: the one it asks for when free, the memory cap's slot for
+  // "mem-cap", else the first free plan slot; -1 when there is none.
+  int free_rule_index(const std::string& name, int wanted) const {
+    if (wanted >= 0 && wanted < trace::kFaultRuleSlots && fault_rule(wanted) == nullptr) return wanted;
+    if (name == "mem-cap" && fault_rule(trace::kFaultRuleSlots - 1) == nullptr) return trace::kFaultRuleSlots - 1;
+    for (int i = 0; i < trace::kFaultRuleSlots - 1; ++i) {
+      if (fault_rule(i) == nullptr) return i;
+    }
+    return -1;
+  }
+
+  // Each distinct string is held once: the index points into strings_, whose nodes never move.
   uint32_t intern(const std::string& s) {
     auto it = string_ids_.find(s);
     if (it != string_ids_.end()) return it->second;
-    uint32_t id = uint32_t(string_ids_.size() + 1);
-    string_ids_[s] = id;
-    strings_[id] = s;
+    uint32_t id = uint32_t(strings_.size() + 1);
+    const std::string& kept = strings_.emplace(id, s).first->second;
+    string_ids_.emplace(kept, id);
     return id;
   }
 
-  std::map<std::string, uint16_t> api_ids_;
-  std::map<std::string, uint32_t> string_ids_;
+  std::map<std::string, uint16_t, std::less<>> api_ids_;
+  std::map<std::string, int> rule_ids_;
+  std::unordered_map<std::string_view, uint32_t> string_ids_;
   std::vector<Stored> events_;
-  std::vector<uint64_t> args_;
+  std::vector<uint8_t> arg_index_;   // per call its fields' indexes, ascending
+  std::vector<uint64_t> arg_value_;  // and their values
   std::set<uint32_t> threads_;
+  // Scratch of add_call, kept to save allocations.
+  std::vector<std::pair<uint8_t, ArgValue>> pending_;
+  std::vector<Field> new_fields_;
 };
 
 namespace {
 
-bool looks_like_jsonl(const std::string& path) {
-  if (path == "-") return true;
-  std::ifstream in(path, std::ios::binary);
-  char c = 0;
-  while (in.get(c) && (c == ' ' || c == '\n' || c == '\r' || c == '\t')) {
+// Every process of one JSON Lines input, read line by line.
+class JsonlReader {
+ public:
+  explicit JsonlReader(std::string name) : name_(std::move(name)) {}
+
+  void line(std::string_view text) {
+    ++line_no_;
+    if (line_no_ == 1 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte order mark
+    if (text.find_first_not_of(" \t\r") == std::string_view::npos) return;
+    json j;
+    BoundedDom dom(j);
+    if (!json::sax_parse(text.begin(), text.end(), &dom)) {
+      damage_.skip(line_no_, dom.kind(), dom.error());
+      return;
+    }
+    if (!j.is_object()) {
+      damage_.skip(line_no_, "not an object", fmt::format("{} is not a JSON object", describe(j)));
+      return;
+    }
+    try {
+      const json* type_value = find(j, "type");
+      if (!type_value) throw BadValue{"no \"type\""};
+      if (!type_value->is_string()) bad("type", *type_value, "a string");
+      const std::string& type = type_value->get_ref<const std::string&>();
+      if (type == "search") return;  // rebuilt from the calls
+      if (type != "process" && type != "api" && type != "call" && type != "count" && type != "stack" &&
+          type != "fault_rule" && type != "crash") {
+        damage_.unknown_type(line_no_, type);
+        return;
+      }
+      uint32_t pid = u32(j, "pid");
+      JsonlTrace* t = trace_of(pid);
+      if (!t) throw JsonlTrace::TooMany{"too many processes", "processes in one input"};
+      std::string partly;
+      if (type == "process") {
+        t->set_process(j);
+      } else if (type == "api") {
+        partly = t->add_api(j);
+      } else if (type == "call") {
+        partly = t->add_call(j);
+      } else if (type == "count") {
+        t->add_count(j);
+      } else if (type == "stack") {
+        t->add_stack(j);
+      } else if (type == "fault_rule") {
+        t->add_fault_rule(j);
+      } else if (type == "crash") {
+        t->add_crash(j);
+      }
+      if (!partly.empty()) damage_.partial(line_no_, "too many fields", partly);
+    } catch (const BadValue& e) {
+      damage_.skip(line_no_, "invalid values", e.what);
+    } catch (const JsonlTrace::TooMany& e) {
+      damage_.skip(line_no_, e.kind, fmt::format("more {} than this reader keeps", e.what));
+    } catch (const json::exception& e) {  // not expected: every access above is checked
+      damage_.skip(line_no_, "invalid values", excerpt(e.what(), 120));
+    }
   }
+
+  void too_long(size_t length) {
+    ++line_no_;
+    damage_.skip(line_no_, "too long",
+                 fmt::format("{} bytes long; lines longer than {} MiB are not read", length, kMaxLineBytes >> 20));
+  }
+
+  Result<std::vector<std::unique_ptr<Trace>>> finish(const std::string& read_error) {
+    std::vector<std::string> notes = damage_.notes(line_no_);
+    if (!read_error.empty()) notes.push_back(read_error);
+    std::vector<std::unique_ptr<Trace>> out;
+    for (uint32_t pid : order_) {
+      auto& t = by_pid_[pid];
+      if (out.empty()) t->add_damage(notes, damage_.damaged());  // the input's damage goes with its first process
+      t->done();
+      out.push_back(std::move(t));
+    }
+    if (out.empty()) {
+      std::string why = fmt::format("{}: no process or call lines", name_);
+      if (!notes.empty()) why += "; " + notes[0];
+      if (notes.size() > 1) why += "; " + notes.back();
+      return Error{why};
+    }
+    return out;
+  }
+
+ private:
+  JsonlTrace* trace_of(uint32_t pid) {
+    auto it = by_pid_.find(pid);
+    if (it != by_pid_.end()) return it->second.get();
+    if (by_pid_.size() >= kMaxProcesses) return nullptr;
+    order_.push_back(pid);
+    return by_pid_.emplace(pid, std::make_unique<JsonlTrace>(name_, pid)).first->second.get();
+  }
+
+  std::string name_;
+  size_t line_no_ = 0;
+  Damage damage_;
+  std::unordered_map<uint32_t, std::unique_ptr<JsonlTrace>> by_pid_;
+  std::vector<uint32_t> order_;
+};
+
+Result<std::vector<std::unique_ptr<Trace>>> read_lines(LineSource& source, const std::string& name) {
+  JsonlReader reader(name);
+  std::string_view line;
+  size_t length = 0;
+  std::string read_error;
+  for (;;) {
+    LineSource::Status s = source.next(&line, &length);
+    if (s == LineSource::kEnd) break;
+    if (s == LineSource::kError) {
+      read_error = fmt::format("reading stopped: {}", std::strerror(source.error()));
+      break;
+    }
+    if (s == LineSource::kTooLong) {
+      reader.too_long(length);
+    } else {
+      reader.line(line);
+    }
+  }
+  return reader.finish(read_error);
+}
+
+// A regular file whose first byte past white space (and a byte order mark) is '{'.
+bool looks_like_jsonl(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return false;
+  char buf[4096];
+  bool first = true;
+  char c = 0;
+  for (;;) {
+    ssize_t got = ::read(fd, buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    size_t i = 0;
+    if (first && got >= 3 && std::memcmp(buf, "\xEF\xBB\xBF", 3) == 0) i = 3;
+    first = false;
+    while (i < size_t(got) && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t')) ++i;
+    if (i < size_t(got)) {
+      c = buf[i];
+      break;
+    }
+  }
+  ::close(fd);
   return c == '{';
 }
 
+// How long reading a FIFO waits for something to write into it.
+#ifndef CUPROBE_FIFO_WAIT_MS
+#define CUPROBE_FIFO_WAIT_MS 10000
+#endif
+constexpr int kFifoWaitMs = CUPROBE_FIFO_WAIT_MS;
+
 Result<std::vector<std::unique_ptr<Trace>>> read_jsonl(const std::string& path) {
-  std::ifstream file;
-  std::istream* in = &std::cin;
-  if (path != "-") {
-    file.open(path);
-    if (!file) return Error{fmt::format("{}: cannot open", path)};
-    in = &file;
+  if (path == "-") {
+    LineSource source(0);
+    return read_lines(source, "<stdin>");
   }
-  std::string name = path == "-" ? "<stdin>" : path;
-  std::map<uint32_t, std::unique_ptr<JsonlTrace>> by_pid;
-  std::vector<uint32_t> order;
-  auto trace_of = [&](uint32_t pid) -> JsonlTrace& {
-    auto& t = by_pid[pid];
-    if (!t) {
-      t = std::make_unique<JsonlTrace>(name, pid);
-      order.push_back(pid);
-    }
-    return *t;
-  };
-  std::string line;
-  size_t line_no = 0;
-  while (std::getline(*in, line)) {
-    ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    json j;
-    try {
-      j = json::parse(line);
-    } catch (const std::exception& e) {
-      return Error{fmt::format("{} line {}: not JSON ({})", name, line_no, e.what())};
-    }
-    if (!j.is_object()) return Error{fmt::format("{} line {}: not a JSON object", name, line_no)};
-    std::string type = j.value("type", "");
-    uint32_t pid = j.value("pid", 0u);
-    try {
-      if (type == "process") {
-        trace_of(pid).set_process(j);
-      } else if (type == "api") {
-        trace_of(pid).add_api(j);
-      } else if (type == "call") {
-        if (!j.contains("api")) return Error{fmt::format("{} line {}: a call without \"api\"", name, line_no)};
-        trace_of(pid).add_call(j);
-      } else if (type == "count") {
-        trace_of(pid).add_count(j);
-      } else if (type == "stack") {
-        trace_of(pid).add_stack(j);
-      } else if (type == "fault_rule") {
-        trace_of(pid).add_fault_rule(j);
-      } else if (type == "crash") {
-        trace_of(pid).add_crash(j);
-      }  // "search" lines are rebuilt from the calls; unknown types are skipped
-    } catch (const std::exception& e) {
-      return Error{fmt::format("{} line {}: {}", name, line_no, e.what())};
+  // Opened without blocking: a FIFO nobody writes to would otherwise wait forever in open().
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return Error{fmt::format("{}: cannot open: {}", path, std::strerror(errno))};
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+    // Waits for a writer (a FIFO reports no hang-up before one has come and gone) for as long
+    // as kFifoWait; then reads as it arrives.
+    pollfd p{fd, POLLIN, 0};
+    int ready;
+    do {
+      ready = poll(&p, 1, kFifoWaitMs);
+    } while (ready < 0 && errno == EINTR);
+    if (ready == 0) {
+      ::close(fd);
+      return Error{fmt::format("{}: a FIFO that nothing wrote to within {} s; start the writer first "
+                               "(cuprobe dump RUN > {}) or read standard input (cuprobe dump RUN | cuprobe analyze -)",
+                               path, kFifoWaitMs / 1000, path)};
     }
   }
-  std::vector<std::unique_ptr<Trace>> out;
-  for (uint32_t pid : order) {
-    by_pid[pid]->done();
-    out.push_back(std::move(by_pid[pid]));
-  }
-  if (out.empty()) return Error{fmt::format("{}: no process or call lines", name)};
+  int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  LineSource source(fd);
+  auto out = read_lines(source, path);
+  ::close(fd);
   return out;
 }
 
 }  // namespace
 
+Result<std::vector<std::unique_ptr<Trace>>> read_jsonl_text(const std::string& text, const std::string& name) {
+  LineSource source{std::string_view(text)};
+  return read_lines(source, name);
+}
+
 Result<std::vector<std::unique_ptr<Trace>>> open_traces(const std::string& path) {
-  if (looks_like_jsonl(path)) return read_jsonl(path);
+  // A pipe, FIFO or socket can be read once only, and only as JSON Lines (a binary trace is
+  // mapped): no look at its first byte first.
+  struct stat st{};
+  bool stream = path == "-" || (::stat(path.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)));
+  if (stream || looks_like_jsonl(path)) return read_jsonl(path);
   auto t = TraceFile::open(path);
   if (!t) return t.error();
   std::vector<std::unique_ptr<Trace>> out;

@@ -2,12 +2,15 @@
 #include "trace/reader.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <queue>
@@ -49,7 +52,7 @@ const char* library_name(trace::Library lib) {
 
 void Clock::init(trace::ClockKind kind, double hint, std::vector<std::pair<uint64_t, uint64_t>> anchors) {
   identity_ = kind == trace::ClockKind::kMonotonicNs;
-  hint_ = hint > 0 ? hint : 1.0;
+  hint_ = hint > 0 && std::isfinite(hint) ? hint : 1.0;
   std::sort(anchors.begin(), anchors.end());
   anchors_.clear();
   // Keep anchors at least 1 ms apart whose ticks and nanoseconds both increase: each pair is
@@ -83,17 +86,25 @@ double Clock::at(uint64_t ticks, size_t segment) const {
   return double(a.second) + double(ticks - a.first) * double(b.second - a.second) / double(b.first - a.first);
 }
 
+namespace {
+// Nanoseconds as a double into the unsigned range (NaN and negative: 0; beyond: the maximum).
+uint64_t clamp_ns(double ns) {
+  if (!(ns > 0)) return 0;
+  if (ns >= 18446744073709549568.0) return UINT64_MAX;
+  return uint64_t(ns);
+}
+}  // namespace
+
 uint64_t Clock::to_ns(uint64_t ticks) const {
   if (identity_) return ticks;
-  if (anchors_.empty()) return uint64_t(double(ticks) / hint_);
-  double ns = at(ticks, segment_of(ticks));
-  return ns <= 0 ? 0 : uint64_t(ns);
+  if (anchors_.empty()) return clamp_ns(double(ticks) / hint_);
+  return clamp_ns(at(ticks, segment_of(ticks)));
 }
 
 uint64_t Clock::duration_ns(uint64_t start, uint64_t dur) const {
   if (identity_) return dur;
   uint64_t a = to_ns(start);
-  uint64_t b = to_ns(start + dur);
+  uint64_t b = to_ns(start + dur < start ? UINT64_MAX : start + dur);
   return b > a ? b - a : 0;
 }
 
@@ -108,12 +119,77 @@ void Clock::convert(uint64_t start, uint64_t dur, size_t* segment, uint64_t* ts_
   };
   if (*segment > anchors_.size() || !inside(start, *segment)) *segment = segment_of(start);
   double a = at(start, *segment);
-  uint64_t end = start + dur;
+  uint64_t end = start + dur < start ? UINT64_MAX : start + dur;
   double b = inside(end, *segment) ? at(end, *segment) : at(end, segment_of(end));
-  *ts_ns = a <= 0 ? 0 : uint64_t(a);
-  uint64_t e = b <= 0 ? 0 : uint64_t(b);
+  *ts_ns = clamp_ns(a);
+  uint64_t e = clamp_ns(b);
   *dur_ns = e > *ts_ns ? e - *ts_ns : 0;
 }
+
+// The SIGBUS guard. A mapped file that shrinks while it is read (another process truncates
+// it, or its disk goes away) raises SIGBUS on the next access to a page past its new end. The
+// guard maps a page of zeros over the faulting page instead, so reading goes on and meets what
+// the reader already handles (a chunk or record of zeros, reported as damaged), and the trace
+// says that the file changed. Faults outside the mappings registered here go to the handler
+// that was there before (or end the process as they would have).
+namespace {
+
+constexpr int kGuardSlots = 4096;
+struct GuardSlot {
+  std::atomic<uintptr_t> base{0};
+  std::atomic<size_t> size{0};
+  std::atomic<uint64_t> faults{0};
+};
+GuardSlot g_guard[kGuardSlots];
+std::atomic<bool> g_guard_installed{false};
+struct sigaction g_previous_bus;
+uintptr_t g_page_mask = ~uintptr_t(4095);
+
+void on_sigbus(int sig, siginfo_t* info, void* context) {
+  auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
+  for (GuardSlot& slot : g_guard) {
+    uintptr_t base = slot.base.load(std::memory_order_acquire);
+    if (base == 0 || addr < base || addr - base >= slot.size.load(std::memory_order_relaxed)) continue;
+    void* page = reinterpret_cast<void*>(addr & g_page_mask);
+    if (mmap(page, ~g_page_mask + 1, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
+      slot.faults.fetch_add(1, std::memory_order_relaxed);
+      return;  // the access is retried and reads zeros
+    }
+    break;
+  }
+  if ((g_previous_bus.sa_flags & SA_SIGINFO) && g_previous_bus.sa_sigaction != nullptr) {
+    g_previous_bus.sa_sigaction(sig, info, context);
+  } else if (!(g_previous_bus.sa_flags & SA_SIGINFO) && g_previous_bus.sa_handler != SIG_DFL &&
+             g_previous_bus.sa_handler != SIG_IGN) {
+    g_previous_bus.sa_handler(sig);
+  } else {
+    signal(SIGBUS, SIG_DFL);  // the fault repeats on return and ends the process as it would have
+  }
+}
+
+int guard_mapping(const void* base, size_t size) {
+  if (!g_guard_installed.exchange(true)) {
+    long page = sysconf(_SC_PAGESIZE);
+    if (page > 0) g_page_mask = ~uintptr_t(page - 1);
+    struct sigaction sa {};
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &g_previous_bus);
+  }
+  for (int i = 0; i < kGuardSlots; ++i) {
+    uintptr_t expected = 0;
+    if (g_guard[i].base.load(std::memory_order_relaxed) != 0) continue;
+    g_guard[i].size.store(size, std::memory_order_relaxed);
+    g_guard[i].faults.store(0, std::memory_order_relaxed);
+    if (g_guard[i].base.compare_exchange_strong(expected, reinterpret_cast<uintptr_t>(base), std::memory_order_release)) {
+      return i;
+    }
+  }
+  return -1;  // more files open than slots: unguarded
+}
+
+}  // namespace
 
 Result<std::unique_ptr<TraceFile>> TraceFile::open(const std::string& path) {
   std::unique_ptr<TraceFile> f(new TraceFile());
@@ -136,7 +212,32 @@ void TraceFile::release_events() const {
 }
 
 TraceFile::~TraceFile() {
+  if (guard_slot_ >= 0) g_guard[guard_slot_].base.store(0, std::memory_order_release);
   if (base_ != nullptr) munmap(const_cast<char*>(base_), size_);
+}
+
+// Whether the file is still the one that was opened, as it was; says so once when it is not.
+void TraceFile::check_unchanged(const char* when) const {
+  if (change_noted_) return;
+  uint64_t faults = guard_slot_ >= 0 ? g_guard[guard_slot_].faults.load(std::memory_order_relaxed) : 0;
+  struct stat st {};
+  bool gone = ::stat(path_.c_str(), &st) != 0;
+  bool other = !gone && (uint64_t(st.st_dev) != dev_ || uint64_t(st.st_ino) != ino_);
+  bool shrank = !gone && !other && uint64_t(st.st_size) < size_;
+  uint64_t mtime = uint64_t(st.st_mtim.tv_sec) * 1000000000ull + uint64_t(st.st_mtim.tv_nsec);
+  bool written = !gone && !other && mtime != mtime_ns_;
+  if (faults == 0 && !shrank && !written) return;
+  change_noted_ = true;
+  if (faults > 0 || shrank) {
+    note(fmt::format("the file shrank {} (from {} to {} bytes){}: what was cut off reads as empty; copy a trace "
+                     "before reading it while something else writes it",
+                     when, size_, gone || other ? 0 : uint64_t(st.st_size),
+                     faults > 0 ? fmt::format(", {} pages of it were gone while being read", faults) : ""));
+  } else {
+    note(fmt::format("the file was written to {} (a job still running?): this reading shows it as it was when it "
+                     "was opened",
+                     when));
+  }
 }
 
 const std::string& Trace::api_name(uint16_t id) const {
@@ -207,6 +308,16 @@ std::vector<Field> parse_fields(const std::string& spec) {
   return out;
 }
 
+const char* file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
 std::string format_uuid(const uint8_t* u) {
   return fmt::format("GPU-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
                      u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
@@ -216,7 +327,8 @@ std::string format_uuid(const uint8_t* u) {
 }  // namespace
 
 bool TraceFile::load(std::string* error) {
-  int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  // Never blocks: a FIFO or a device named as a trace is refused, not waited on.
+  int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     *error = fmt::format("cannot open: {}", std::strerror(errno));
     return false;
@@ -227,7 +339,17 @@ bool TraceFile::load(std::string* error) {
     ::close(fd);
     return false;
   }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    *error = fmt::format("not a regular file ({}); cuprobe reads trace files, run directories, or JSON Lines on "
+                         "standard input ('-')",
+                         file_kind(st.st_mode));
+    return false;
+  }
   size_ = size_t(st.st_size);
+  dev_ = uint64_t(st.st_dev);
+  ino_ = uint64_t(st.st_ino);
+  mtime_ns_ = uint64_t(st.st_mtim.tv_sec) * 1000000000ull + uint64_t(st.st_mtim.tv_nsec);
   if (size_ < sizeof(trace::FileHeader)) {
     ::close(fd);
     *error = fmt::format("not a cuprobe trace: {} bytes, shorter than the {}-byte header", size_, sizeof(trace::FileHeader));
@@ -240,6 +362,7 @@ bool TraceFile::load(std::string* error) {
     return false;
   }
   base_ = static_cast<const char*>(p);
+  guard_slot_ = guard_mapping(base_, size_);
   trace::FileHeader hdr;
   std::memcpy(&hdr, base_, sizeof hdr);
   if (std::memcmp(hdr.magic, trace::kMagic, sizeof hdr.magic) != 0) {
@@ -275,6 +398,34 @@ bool TraceFile::load(std::string* error) {
                      claimed, in_file));
     claimed = in_file;
   }
+  // Where calls can be in time: from the shim's start to its end (or, for a trace that was
+  // never finalized, the latest of the chunks' anchors and the file's last modification), with
+  // an hour's margin (or the span again) either side of the end. A call outside cannot be part
+  // of the recording; a damaged record that would stretch the run to years is left out.
+  double tpn = hdr.ticks_per_ns > 0 && std::isfinite(hdr.ticks_per_ns) && hdr.clock_kind != uint32_t(trace::ClockKind::kMonotonicNs)
+                   ? hdr.ticks_per_ns
+                   : 1.0;
+  auto ticks_for = [&](double ns) { return ns * tpn >= 1.8e19 ? UINT64_MAX : uint64_t(ns * tpn); };
+  uint64_t start_ticks = hdr.start.ticks;
+  uint64_t end_ticks = 0;
+  if (state_ != trace::FileState::kRecording && hdr.end.ticks > start_ticks) {
+    end_ticks = hdr.end.ticks;
+  } else {
+    for (uint32_t i = 0; i < claimed; ++i) {
+      auto* c = reinterpret_cast<const trace::ChunkHeader*>(base_ + trace::kFileHeaderSize + size_t(i) * chunk_size_);
+      if (c->magic == trace::kChunkMagic && c->anchor_ticks > end_ticks) end_ticks = c->anchor_ticks;
+    }
+    if (mtime_ns_ > hdr.start.real_ns && hdr.start.real_ns != 0) {
+      uint64_t since = ticks_for(double(mtime_ns_ - hdr.start.real_ns));
+      if (start_ticks + since >= start_ticks) end_ticks = std::max(end_ticks, start_ticks + since);
+    }
+  }
+  if (start_ticks != 0 && end_ticks > start_ticks) {
+    uint64_t margin = std::max(ticks_for(3600e9), end_ticks - start_ticks);
+    lo_ticks_ = start_ticks > ticks_for(60e9) ? start_ticks - ticks_for(60e9) : 0;
+    hi_ticks_ = end_ticks + margin < end_ticks ? UINT64_MAX : end_ticks + margin;
+  }
+  calls_per_api_.assign(size_t(UINT16_MAX) + 1, 0);
   for (uint32_t i = 0; i < claimed; ++i) {
     auto* c = reinterpret_cast<const trace::ChunkHeader*>(base_ + trace::kFileHeaderSize + size_t(i) * chunk_size_);
     if (c->magic != trace::kChunkMagic) {
@@ -283,6 +434,25 @@ bool TraceFile::load(std::string* error) {
     }
     scan_chunk(i, c, anchors);
   }
+  // When most calls fall outside, the header's own times are what is damaged: keep every call.
+  if (out_of_range_ > 0 && out_of_range_ * 2 > call_records_) {
+    note(fmt::format("the header's start and end times do not fit {} of the {} calls; times may be wrong", out_of_range_,
+                     call_records_));
+    lo_ticks_ = 0;
+    hi_ticks_ = UINT64_MAX;
+    out_of_range_ = 0;
+    last_ticks_ = last_ticks_any_;
+  } else if (out_of_range_ > 0) {
+    note(fmt::format("{} call{} with a time outside the recording (the first in chunk {} at offset {}, at {} ticks) "
+                     "left out: the record is damaged",
+                     out_of_range_, out_of_range_ == 1 ? "" : "s", first_out_of_range_.first,
+                     first_out_of_range_.second, first_out_of_range_ticks_));
+    damaged_records_ += out_of_range_;
+    ignored_events_ = out_of_range_;
+  }
+  anchors.erase(std::remove_if(anchors.begin(), anchors.end(),
+                               [&](const auto& a) { return a.first < lo_ticks_ || a.first > hi_ticks_; }),
+                anchors.end());
   for (auto& [tid, t] : threads_) {
     std::sort(t.chunks.begin(), t.chunks.end(), [](const ChunkRef& a, const ChunkRef& b) { return a.seq < b.seq; });
   }
@@ -315,6 +485,28 @@ bool TraceFile::load(std::string* error) {
     if (r->h.aux < apis_.size() && apis_[r->h.aux].name == "cudnnCreate") note_handle(tid, r);
   }
   maybe_handles_.clear();
+  // Calls of an API the trace does not describe: kept (dump shows them as "unknown"), but the
+  // analysis cannot know what they are.
+  uint64_t unknown = 0, unknown_ids = 0;
+  uint32_t first_unknown = 0;
+  for (size_t id = 0; id < calls_per_api_.size(); ++id) {
+    if (calls_per_api_[id] == 0 || api(uint16_t(id)) != nullptr) continue;
+    if (unknown_ids++ == 0) first_unknown = uint32_t(id);
+    unknown += calls_per_api_[id];
+  }
+  calls_per_api_ = {};
+  if (unknown > 0) {
+    note(fmt::format("{} call{} of {} API id{} the trace has no API-info record for (the first: id {}): shown as "
+                     "\"unknown\", without arguments, and left out of the analysis",
+                     unknown, unknown == 1 ? "" : "s", unknown_ids, unknown_ids == 1 ? "" : "s", first_unknown));
+    damaged_records_ += unknown;
+  }
+  for (const auto& [what, d] : damage_) {
+    note(fmt::format("{} {} (the first in chunk {} at offset {}): left out", d.count, what, d.chunk, d.off));
+    damaged_records_ += d.count;
+  }
+  damage_.clear();
+  check_unchanged("while it was opened");
   // Counts were gathered by slot; name them by API and merge the chunks of each thread.
   std::map<std::tuple<uint32_t, uint16_t, int>, uint64_t> merged;
   for (const RawCount& c : raw_counts_) {
@@ -332,6 +524,22 @@ bool TraceFile::load(std::string* error) {
   return true;
 }
 
+void TraceFile::damaged(const char* what, uint32_t chunk, uint32_t off) {
+  Damage& d = damage_[what];
+  if (d.count++ == 0) {
+    d.chunk = chunk;
+    d.off = off;
+  }
+}
+
+bool TraceFile::in_range(const trace::CallRecord* r) const {
+  uint64_t start = r->start_ticks;
+  uint64_t dur = call_duration(r);
+  return start >= lo_ticks_ && start <= hi_ticks_ && dur <= hi_ticks_ - start;
+}
+
+// Every length is checked against the record before the bytes it names are read: a record is
+// used whole or not at all, and each one left out is counted by kind (damaged()).
 void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
                            std::vector<std::pair<uint64_t, uint64_t>>& anchors) {
   uint32_t used = c->used;
@@ -360,29 +568,48 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
       break;
     }
     const char* rec = data + off;
+    const size_t size = h->size;
+    auto fits = [&](size_t fixed, uint64_t text) { return size >= fixed && text <= size - fixed; };
     switch (trace::RecordType(h->type)) {
-      case trace::RecordType::kCall:
-        if (h->size < sizeof(trace::CallRecord)) {
-          note(fmt::format("chunk {} offset {}: call record too short", index, off));
-        } else {
-          ++call_records_;
-          auto* r = reinterpret_cast<const trace::CallRecord*>(rec);
-          last_ticks_ = std::max(last_ticks_, r->start_ticks + call_duration(r));
-          if (h->aux >= apis_.size() || apis_[h->aux].name.empty()) {
-            maybe_handles_.emplace_back(c->tid, r);
-          } else if (apis_[h->aux].name == "cudnnCreate") {
-            note_handle(c->tid, r);
+      case trace::RecordType::kCall: {
+        if (size < sizeof(trace::CallRecord)) {
+          damaged("call records too short", index, off);
+          break;
+        }
+        ++call_records_;
+        auto* r = reinterpret_cast<const trace::CallRecord*>(rec);
+        uint64_t end = r->start_ticks + call_duration(r);
+        if (end < r->start_ticks) end = UINT64_MAX;
+        last_ticks_any_ = std::max(last_ticks_any_, end);
+        if (!in_range(r)) {
+          if (out_of_range_++ == 0) {
+            first_out_of_range_ = {index, off};
+            first_out_of_range_ticks_ = r->start_ticks;
           }
+        } else {
+          last_ticks_ = std::max(last_ticks_, end);
+        }
+        ++calls_per_api_[h->aux];
+        if (h->aux >= apis_.size() || apis_[h->aux].name.empty()) {
+          maybe_handles_.emplace_back(c->tid, r);
+        } else if (apis_[h->aux].name == "cudnnCreate") {
+          note_handle(c->tid, r);
         }
         break;
+      }
       case trace::RecordType::kApiInfo: {
         auto* r = reinterpret_cast<const trace::ApiInfo*>(rec);
-        if (sizeof(trace::ApiInfo) + r->name_len + r->fields_len > h->size) break;
+        if (!fits(sizeof(trace::ApiInfo), size < sizeof(trace::ApiInfo) ? 0 : uint64_t(r->name_len) + r->fields_len) ||
+            r->name_len == 0) {
+          damaged("API-info records with bad lengths (calls of those APIs show as \"unknown\")", index, off);
+          break;
+        }
         if (apis_.size() <= h->aux) apis_.resize(size_t(h->aux) + 1);
         Api& a = apis_[h->aux];
         const char* t = r->text;
         a.name = take(t, r->name_len);
         a.fields = parse_fields(take(t, r->fields_len));
+        if (a.fields.size() > size_t(trace::kMaxCallArgs)) a.fields.resize(size_t(trace::kMaxCallArgs));
         a.library = trace::Library(r->library);
         a.flags = r->flags;
         a.count_slot = r->count_slot;
@@ -390,8 +617,13 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
       }
       case trace::RecordType::kProcessInfo: {
         auto* r = reinterpret_cast<const trace::ProcessInfo*>(rec);
-        uint64_t text = uint64_t(r->hostname_len) + r->cmdline_len + r->exe_len + r->cwd_len;
-        if (sizeof(trace::ProcessInfo) + text > h->size) break;
+        if (!fits(sizeof(trace::ProcessInfo),
+                  size < sizeof(trace::ProcessInfo)
+                      ? 0
+                      : uint64_t(r->hostname_len) + r->cmdline_len + r->exe_len + r->cwd_len)) {
+          damaged("process records with bad lengths", index, off);
+          break;
+        }
         has_process_ = true;
         process_.pid = r->pid;
         process_.ppid = r->ppid;
@@ -416,13 +648,23 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
       }
       case trace::RecordType::kString: {
         auto* r = reinterpret_cast<const trace::StringRecord*>(rec);
-        if (sizeof(trace::StringRecord) + r->len > h->size) break;
+        if (!fits(sizeof(trace::StringRecord), size < sizeof(trace::StringRecord) ? 0 : r->len)) {
+          damaged("string records with bad lengths", index, off);
+          break;
+        }
         strings_[r->id] = std::string(r->text, r->len);
         break;
       }
       case trace::RecordType::kDeviceInfo: {
-        if (h->size < sizeof(trace::DeviceInfo)) break;
+        if (size < sizeof(trace::DeviceInfo)) {
+          damaged("device records too short", index, off);
+          break;
+        }
         auto* r = reinterpret_cast<const trace::DeviceInfo*>(rec);
+        if (r->index < 0 || r->index >= trace::kMaxDevices) {
+          damaged("device records with an impossible device index", index, off);
+          break;
+        }
         Device d;
         d.index = r->index;
         d.name = std::string(r->name, strnlen(r->name, sizeof r->name));
@@ -436,17 +678,20 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
         break;
       }
       case trace::RecordType::kProperty: {
-        if (h->size < sizeof(trace::PropertyRecord)) break;
+        if (size < sizeof(trace::PropertyRecord)) {
+          damaged("property records too short", index, off);
+          break;
+        }
         auto* r = reinterpret_cast<const trace::PropertyRecord*>(rec);
         properties_[r->key] = r->value;
         break;
       }
       case trace::RecordType::kFaultRule: {
-        if (h->size < sizeof(trace::FaultRuleRecord)) break;
         auto* r = reinterpret_cast<const trace::FaultRuleRecord*>(rec);
-        if (sizeof(trace::FaultRuleRecord) + uint64_t(r->name_len) + r->text_len > h->size ||
+        if (!fits(sizeof(trace::FaultRuleRecord),
+                  size < sizeof(trace::FaultRuleRecord) ? 0 : uint64_t(r->name_len) + r->text_len) ||
             r->index >= uint32_t(trace::kFaultRuleSlots)) {
-          note(fmt::format("chunk {} offset {}: fault rule record with bad lengths", index, off));
+          damaged("fault rule records with bad lengths", index, off);
           break;
         }
         FaultRule fr;
@@ -458,10 +703,12 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
         break;
       }
       case trace::RecordType::kStack: {
-        if (h->size < sizeof(trace::StackRecord)) break;
         auto* r = reinterpret_cast<const trace::StackRecord*>(rec);
-        if (sizeof(trace::StackRecord) + 8ull * r->n_native + sizeof(trace::PyFrame) * r->n_python > h->size) {
-          note(fmt::format("chunk {} offset {}: stack record with bad lengths", index, off));
+        if (!fits(sizeof(trace::StackRecord),
+                  size < sizeof(trace::StackRecord)
+                      ? 0
+                      : 8ull * r->n_native + sizeof(trace::PyFrame) * uint64_t(r->n_python))) {
+          damaged("stack records with bad lengths", index, off);
           break;
         }
         Stack& st = stacks_[r->id];
@@ -472,9 +719,12 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
         break;
       }
       case trace::RecordType::kModule: {
-        if (h->size < sizeof(trace::ModuleRecord)) break;
         auto* r = reinterpret_cast<const trace::ModuleRecord*>(rec);
-        if (sizeof(trace::ModuleRecord) + uint64_t(r->path_len) + r->build_id_len > h->size) break;
+        if (!fits(sizeof(trace::ModuleRecord),
+                  size < sizeof(trace::ModuleRecord) ? 0 : uint64_t(r->path_len) + r->build_id_len)) {
+          damaged("module records with bad lengths", index, off);
+          break;
+        }
         Module m;
         m.bias = r->bias;
         m.start = r->start;
@@ -485,15 +735,20 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
         break;
       }
       case trace::RecordType::kAnchor: {
-        if (h->size < sizeof(trace::AnchorRecord)) break;
+        if (size < sizeof(trace::AnchorRecord)) {
+          damaged("clock anchor records too short", index, off);
+          break;
+        }
         auto* r = reinterpret_cast<const trace::AnchorRecord*>(rec);
         anchors.emplace_back(r->ticks, r->mono_ns);
         break;
       }
       case trace::RecordType::kCrash:
-        if (h->size >= sizeof(trace::CrashRecord)) {
-          raw_crashes_.emplace_back(c->tid, reinterpret_cast<const trace::CrashRecord*>(rec));
+        if (size < sizeof(trace::CrashRecord)) {
+          damaged("crash records too short", index, off);
+          break;
         }
+        raw_crashes_.emplace_back(c->tid, reinterpret_cast<const trace::CrashRecord*>(rec));
         break;
       default:
         break;  // kThreadEnd and types from newer writers
@@ -517,6 +772,7 @@ void TraceFile::for_each_event(const std::function<void(const Event&)>& fn) cons
     size_t chunk;
     uint32_t off;
     const trace::CallRecord* rec;
+    uint64_t start_ticks;  // read once: the heap's order must not change under it
   };
   auto chunk_data = [&](uint32_t index) {
     return base_ + trace::kFileHeaderSize + size_t(index) * chunk_size_ + trace::kChunkHeaderSize;
@@ -528,9 +784,15 @@ void TraceFile::for_each_event(const std::function<void(const Event&)>& fn) cons
       const char* data = chunk_data(ref.index);
       while (c.off + sizeof(trace::RecordHeader) <= ref.valid_bytes) {
         auto* h = reinterpret_cast<const trace::RecordHeader*>(data + c.off);
-        c.off += h->size;
-        if (h->type == uint16_t(trace::RecordType::kCall) && h->size >= sizeof(trace::CallRecord)) {
-          c.rec = reinterpret_cast<const trace::CallRecord*>(h);
+        // Checked again: the file may have changed since it was scanned.
+        uint32_t size = h->size;
+        if (size < sizeof(trace::RecordHeader) || size % 8 != 0 || size > ref.valid_bytes - c.off) break;
+        c.off += size;
+        if (h->type == uint8_t(trace::RecordType::kCall) && size >= sizeof(trace::CallRecord)) {
+          auto* r = reinterpret_cast<const trace::CallRecord*>(h);
+          if (!in_range(r)) continue;
+          c.rec = r;
+          c.start_ticks = r->start_ticks;
           return true;
         }
       }
@@ -540,12 +802,12 @@ void TraceFile::for_each_event(const std::function<void(const Event&)>& fn) cons
     return false;
   };
   auto later = [](const Cursor& a, const Cursor& b) {
-    if (a.rec->start_ticks != b.rec->start_ticks) return a.rec->start_ticks > b.rec->start_ticks;
+    if (a.start_ticks != b.start_ticks) return a.start_ticks > b.start_ticks;
     return a.thread->tid > b.thread->tid;
   };
   std::priority_queue<Cursor, std::vector<Cursor>, decltype(later)> heap(later);
   for (const auto& [tid, t] : threads_) {
-    Cursor c{&t, 0, 0, nullptr};
+    Cursor c{&t, 0, 0, nullptr, 0};
     if (advance(c)) heap.push(c);
   }
   Event e;
@@ -577,25 +839,53 @@ void TraceFile::for_each_event(const std::function<void(const Event&)>& fn) cons
       e.fault_rule = int(word & 0xffff);
       e.fault_k = word >> 16;
     }
-    if (const Api* a = api(e.api)) e.nargs = std::min(e.nargs, int(a->fields.size()));
+    if (const Api* a = api(e.api)) {
+      e.nargs = std::min(e.nargs, int(a->fields.size()));
+    } else {
+      e.nargs = 0;  // no API-info record: the arguments cannot be named
+    }
     fn(e);
     if (advance(c)) heap.push(c);
   }
+  check_unchanged("while it was read");
 }
 
-Result<std::vector<std::string>> find_trace_files(const std::string& path) {
+Result<std::vector<std::string>> find_trace_files(const std::string& path, std::vector<std::string>* skipped) {
   if (path == "-") return std::vector<std::string>{path};
-  std::error_code ec;
-  fs::file_status st = fs::status(path, ec);
-  if (ec || !fs::exists(st)) return Error{fmt::format("{}: no such file or directory", path)};
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Error{fmt::format("{}: no such file or directory", path)};
+    return Error{fmt::format("{}: {}", path, std::strerror(errno))};
+  }
   std::vector<std::string> files;
-  if (fs::is_directory(st)) {
+  if (S_ISDIR(st.st_mode)) {
     // A run directory holds *.cuprobe files; a directory of `cuprobe dump` output, *.jsonl.
+    // Only regular files are read: a FIFO would block, and a symbolic link could make another
+    // user's run directory show any file of theirs as a trace.
+    std::error_code ec;
     std::vector<std::string> dumps;
     for (const auto& entry : fs::directory_iterator(path, ec)) {
-      if (!entry.is_regular_file()) continue;
-      if (entry.path().extension() == ".cuprobe") files.push_back(entry.path().string());
-      if (entry.path().extension() == ".jsonl") dumps.push_back(entry.path().string());
+      auto ext = entry.path().extension();
+      if (ext != ".cuprobe" && ext != ".jsonl") continue;
+      std::error_code sec;
+      fs::file_status link = entry.symlink_status(sec);
+      if (!sec && fs::is_symlink(link)) {
+        if (skipped) {
+          std::error_code rec;
+          fs::path target = fs::read_symlink(entry.path(), rec);
+          skipped->push_back(fmt::format("{}: skipped: a symbolic link{}; cuprobe reads only the files written into "
+                                         "the run directory (name the file itself to read it)",
+                                         entry.path().string(), rec ? "" : " to " + target.string()));
+        }
+        continue;
+      }
+      if (sec || !fs::is_regular_file(link)) {
+        struct stat est {};
+        const char* kind = ::lstat(entry.path().c_str(), &est) == 0 ? file_kind(est.st_mode) : "unreadable";
+        if (skipped) skipped->push_back(fmt::format("{}: skipped: not a regular file ({})", entry.path().string(), kind));
+        continue;
+      }
+      (ext == ".cuprobe" ? files : dumps).push_back(entry.path().string());
     }
     if (ec) return Error{fmt::format("{}: cannot list: {}", path, ec.message())};
     if (files.empty()) files = std::move(dumps);
@@ -605,8 +895,12 @@ Result<std::vector<std::string>> find_trace_files(const std::string& path) {
                                path)};
     }
     std::sort(files.begin(), files.end());
+  } else if (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode)) {
+    files.push_back(path);  // a pipe or FIFO is read as JSON Lines, without blocking for good
   } else {
-    files.push_back(path);
+    return Error{fmt::format("{}: not a regular file ({}); cuprobe reads trace files, run directories, or JSON Lines "
+                             "from a pipe or standard input ('-': cuprobe dump ... | cuprobe analyze -)",
+                             path, file_kind(st.st_mode))};
   }
   return files;
 }

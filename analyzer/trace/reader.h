@@ -174,6 +174,10 @@ class Trace {
   uint64_t stat(trace::Stat s) const { return stats_[s]; }
   uint64_t call_records() const { return call_records_; }
   size_t thread_count() const { return thread_count_; }
+  // Records the reader could not use (bad lengths, unknown API ids, timestamps outside the
+  // recording) and calls it left out of for_each_event; each kind is also named in diagnostics().
+  uint64_t damaged_records() const { return damaged_records_; }
+  uint64_t ignored_events() const { return ignored_events_; }
 
   const Process& process() const { return process_; }
   bool has_process() const { return has_process_; }
@@ -192,6 +196,8 @@ class Trace {
   const std::vector<Module>& modules() const { return modules_; }  // sorted by start
   const Module* module_of(uint64_t pc) const;
   const FaultRule* fault_rule(int index) const;
+  // What could not be read, and changes to the file while it was read (a pass over the events
+  // can add to them: read them after the passes).
   const std::vector<std::string>& diagnostics() const { return diagnostics_; }
   // Wall-clock time of a monotonic timestamp of this process (aligns processes and hosts).
   uint64_t wall_ns(uint64_t mono_ns) const { return start_real_ns_ + (mono_ns - start_mono_ns_); }
@@ -203,7 +209,7 @@ class Trace {
 
  protected:
   Trace() = default;
-  void note(std::string message) { diagnostics_.push_back(std::move(message)); }
+  void note(std::string message) const { diagnostics_.push_back(std::move(message)); }
 
   std::string path_;
   uint32_t pid_ = 0;
@@ -215,6 +221,8 @@ class Trace {
   uint64_t last_event_ns_ = 0;
   uint64_t stats_[trace::kStatCount] = {};
   uint64_t call_records_ = 0;
+  uint64_t damaged_records_ = 0;
+  mutable uint64_t ignored_events_ = 0;
   size_t thread_count_ = 0;
   bool has_process_ = false;
   Process process_;
@@ -228,7 +236,7 @@ class Trace {
   std::vector<FaultRule> fault_rules_;
   std::map<uint32_t, Stack> stacks_;
   std::vector<Module> modules_;
-  std::vector<std::string> diagnostics_;
+  mutable std::vector<std::string> diagnostics_;
 };
 
 // A binary trace file, mapped read-only.
@@ -246,6 +254,9 @@ class TraceFile : public Trace {
   bool load(std::string* error);
   void scan_chunk(uint32_t index, const trace::ChunkHeader* c, std::vector<std::pair<uint64_t, uint64_t>>& anchors);
   void note_handle(uint32_t tid, const trace::CallRecord* r);
+  void damaged(const char* what, uint32_t chunk, uint32_t off);
+  bool in_range(const trace::CallRecord* r) const;
+  void check_unchanged(const char* when) const;
 
   struct ChunkRef {
     uint32_t seq;
@@ -274,14 +285,36 @@ class TraceFile : public Trace {
   std::vector<std::pair<uint32_t, const trace::CallRecord*>> maybe_handles_;  // (tid, record) before the API table
   std::vector<std::pair<uint32_t, trace::PyFrame>> raw_python_;  // (stack id, frame) until strings are known
   std::map<uint32_t, Thread> threads_;
+  // Calls whose ticks fall outside [lo_ticks_, hi_ticks_] cannot belong to the recording
+  // (a damaged record): left out of the events and counted.
+  uint64_t lo_ticks_ = 0;
+  uint64_t hi_ticks_ = UINT64_MAX;
+  uint64_t out_of_range_ = 0;
+  std::pair<uint32_t, uint32_t> first_out_of_range_;  // chunk, offset
+  uint64_t first_out_of_range_ticks_ = 0;
+  uint64_t last_ticks_any_ = 0;  // the latest call end, out-of-range calls included
+  std::vector<uint64_t> calls_per_api_;  // by API id, to name calls of ids with no API-info record
+  struct Damage {
+    uint64_t count = 0;
+    uint32_t chunk = 0, off = 0;  // the first one
+  };
+  std::map<std::string, Damage> damage_;
+  int guard_slot_ = -1;  // this mapping's entry in the SIGBUS guard
+  // The file as it was opened, to tell when it changed under the reader.
+  uint64_t dev_ = 0, ino_ = 0, mtime_ns_ = 0;
+  mutable bool change_noted_ = false;
 };
 
 // Opens a binary trace file, or a JSON Lines file written by `cuprobe dump` ("-": standard
 // input). A JSON Lines input may hold several processes: one Trace each.
 Result<std::vector<std::unique_ptr<Trace>>> open_traces(const std::string& path);
+// JSON Lines held in memory, read as open_traces reads a file; `name` stands for it in messages.
+Result<std::vector<std::unique_ptr<Trace>>> read_jsonl_text(const std::string& text, const std::string& name);
 
 // All trace files under a run directory (or the one file named, or "-"), sorted by path.
-Result<std::vector<std::string>> find_trace_files(const std::string& path);
+// Entries of a run directory that are not regular files (FIFOs, sockets, symbolic links, which
+// may point anywhere) are not read; each is named in *skipped when given.
+Result<std::vector<std::string>> find_trace_files(const std::string& path, std::vector<std::string>* skipped = nullptr);
 
 const char* property_name(uint32_t key);
 const char* library_name(trace::Library lib);

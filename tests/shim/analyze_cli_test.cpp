@@ -56,10 +56,18 @@ TEST(AnalyzeCli, ExitCodesFollowTheFindingsAndTheThreshold) {
   EXPECT_EQ(set.status, 2);
   EXPECT_NE(set.err.find("has no parameter 'nope'"), std::string::npos) << set.err;
   std::string junk = fresh_dir("junk") + "/bad.jsonl";
+  // A line that is not JSON is skipped and named; the rest is analyzed (and the damage is a
+  // trace-integrity finding).
   std::ofstream(junk) << "{\"type\":\"call\",\"api\":\"cudaMalloc\"}\nnot json\n";
   RunResult bad = run({cuprobe_bin(), "analyze", junk});
-  EXPECT_EQ(bad.status, 2);
-  EXPECT_NE(bad.err.find("line 2: not JSON"), std::string::npos) << bad.err;
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.out.find("line 2: not JSON"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("trace-integrity"), std::string::npos) << bad.out;
+  // Nothing usable at all: exit 2, naming the first bad line.
+  std::ofstream(junk) << "{\"type\":\"call\",\"api\":\"cudaMalloc\",\"pid\":-5}\nnot json\n";
+  RunResult none = run({cuprobe_bin(), "analyze", junk});
+  EXPECT_EQ(none.status, 2);
+  EXPECT_NE(none.err.find("\"pid\": -5 is not an unsigned 32-bit integer"), std::string::npos) << none.err;
 }
 
 TEST(AnalyzeCli, JsonReportHasTheDocumentedShape) {

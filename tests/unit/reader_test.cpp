@@ -4,9 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <vector>
 
 #include "json_line.h"
@@ -117,10 +122,23 @@ class HandBuiltTrace : public ::testing::Test {
     std::memcpy(r->text, name.data(), name.size());
     std::memcpy(r->text + name.size(), fields.data(), fields.size());
   }
-  void add_call(uint64_t ts, uint64_t ptr, uint64_t size) {
+  void add_process(const std::string& cmdline_nul_separated) {
+    std::string host = "node0";
+    uint32_t size = trace::align8(uint32_t(sizeof(trace::ProcessInfo) + host.size() + cmdline_nul_separated.size()));
+    auto* r = reinterpret_cast<trace::ProcessInfo*>(append(0, size));
+    std::memset(static_cast<void*>(r), 0, size);
+    r->h = trace::make_header(trace::RecordType::kProcessInfo, size);
+    r->pid = 4242;
+    r->rank = r->local_rank = r->world_size = -1;
+    r->hostname_len = uint32_t(host.size());
+    r->cmdline_len = uint32_t(cmdline_nul_separated.size());
+    std::memcpy(r->text, host.data(), host.size());
+    std::memcpy(r->text + host.size(), cmdline_nul_separated.data(), cmdline_nul_separated.size());
+  }
+  void add_call(uint64_t ts, uint64_t ptr, uint64_t size, uint16_t api = 0) {
     constexpr uint32_t kSize = sizeof(trace::CallRecord) + 16;
     auto* r = reinterpret_cast<trace::CallRecord*>(append(1, kSize));
-    r->h = trace::RecordHeader{uint8_t(trace::RecordType::kCall), 0, kSize, 0, 0};
+    r->h = trace::RecordHeader{uint8_t(trace::RecordType::kCall), 0, kSize, api, 0};
     r->ret = 0;
     r->start_ticks = ts;
     r->dur_ticks = 10;
@@ -183,6 +201,233 @@ TEST(JsonLine, EscapesControlCharactersAndQuotes) {
   j.hex("p", 0xdeadbeef);
   j.inum("n", -3);
   EXPECT_EQ(j.finish(), R"({"s":"a\"b\\c\n\u0001","p":"0xdeadbeef","n":-3})");
+}
+
+bool mentions(const std::vector<std::string>& notes, const std::string& text) {
+  for (const auto& d : notes) {
+    if (d.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::string joined(const std::vector<std::string>& notes) {
+  std::string all;
+  for (const auto& d : notes) all += d + "\n";
+  return all;
+}
+
+// The reader's exit statuses: a signal or a status above 2 is a crash.
+void expect_clean_exit(const test::RunResult& r, const std::string& what) {
+  EXPECT_LE(r.status, 2) << what << " died (status " << r.status << "): " << r.err;
+}
+
+TEST_F(HandBuiltTrace, CallsOfAnApiWithoutAnApiInfoRecordAreCountedAndNamed) {
+  add_process(std::string("train\0", 6));
+  add_call(2000, 0x1000, 64);
+  add_call(3000, 0x2000, 128, /*api=*/7);  // no API-info record for id 7
+  std::string path = write();
+  auto t = reader::TraceFile::open(path);
+  ASSERT_TRUE(t) << t.error().message;
+  int unknown = 0;
+  (*t)->for_each_event([&](const reader::Event& e) {
+    if (e.api == 7) {
+      ++unknown;
+      EXPECT_EQ(e.nargs, 0);  // arguments of an undescribed API cannot be named
+      EXPECT_EQ((*t)->api_name(e.api), "unknown");
+    }
+  });
+  EXPECT_EQ(unknown, 1);
+  EXPECT_EQ((*t)->damaged_records(), 1u);
+  EXPECT_TRUE(mentions((*t)->diagnostics(), "1 call of 1 API id the trace has no API-info record for (the first: id 7)"))
+      << joined((*t)->diagnostics());
+  auto dump = test::run({test::cuprobe_bin(), "dump", path});
+  EXPECT_EQ(dump.status, 0) << dump.err;
+  EXPECT_NE(dump.out.find("\"api\":\"unknown\""), std::string::npos);
+  auto analyze = test::run({test::cuprobe_bin(), "analyze", path});
+  expect_clean_exit(analyze, "analyze");
+  EXPECT_NE(analyze.out.find("trace-integrity"), std::string::npos) << analyze.out;
+}
+
+TEST_F(HandBuiltTrace, ATraceWithoutAnyApiInfoRecordIsAnalyzed) {
+  // No API table at all: the meta chunk holds only the process record.
+  std::memset(reinterpret_cast<char*>(chunk(0)) + trace::kChunkHeaderSize, 0, pos_[0]);
+  pos_[0] = 0;
+  chunk(0)->used = 0;
+  add_process(std::string("train\0", 6));
+  add_call(2000, 0x1000, 64);
+  add_call(3000, 0x2000, 128);
+  std::string path = write();
+  auto analyze = test::run({test::cuprobe_bin(), "analyze", "--json", path});
+  expect_clean_exit(analyze, "analyze");
+  auto report = nlohmann::json::parse(analyze.out);
+  EXPECT_EQ(report["summary"]["events"], 2);
+  auto dump = test::run({test::cuprobe_bin(), "dump", path});
+  EXPECT_EQ(dump.status, 0) << dump.err;
+}
+
+TEST_F(HandBuiltTrace, AnApiInfoRecordWithImpossibleLengthsIsCountedNotSilentlyDropped) {
+  add_api(3, "cudaFree", "ptr:p", trace::kApiDeviceFree);
+  // Its name and fields said to be longer than the record.
+  auto* r = reinterpret_cast<trace::ApiInfo*>(reinterpret_cast<char*>(chunk(0)) + trace::kChunkHeaderSize + pos_[0] -
+                                              trace::align8(uint32_t(sizeof(trace::ApiInfo) + 8 + 5)));
+  ASSERT_EQ(r->h.aux, 3);
+  r->name_len = 0xffff;
+  r->fields_len = 0xfffffff0u;  // the sum overflows 32 bits
+  add_call(2000, 0x1000, 64, 3);
+  std::string path = write();
+  auto t = reader::TraceFile::open(path);
+  ASSERT_TRUE(t);
+  EXPECT_EQ((*t)->api(3), nullptr);
+  EXPECT_TRUE(mentions((*t)->diagnostics(), "1 API-info records with bad lengths")) << joined((*t)->diagnostics());
+  for (const char* cmd : {"dump", "analyze"}) expect_clean_exit(test::run({test::cuprobe_bin(), cmd, path}), cmd);
+}
+
+TEST_F(HandBuiltTrace, ACallAtAnAbsurdTimeIsLeftOutAndReported) {
+  add_process(std::string("train\0", 6));
+  add_call(2000, 0x1000, 64);
+  add_call(3000, 0x2000, 128);
+  add_call(uint64_t(1) << 62, 0x3000, 256);  // a flipped bit: 146 years into the run
+  std::string path = write();
+  auto t = reader::TraceFile::open(path);
+  ASSERT_TRUE(t);
+  int events = 0;
+  (*t)->for_each_event([&](const reader::Event&) { ++events; });
+  EXPECT_EQ(events, 2);
+  EXPECT_EQ((*t)->ignored_events(), 1u);
+  EXPECT_EQ((*t)->last_event_ns(), 3010u);
+  EXPECT_TRUE(mentions((*t)->diagnostics(), "1 call with a time outside the recording")) << joined((*t)->diagnostics());
+  auto analyze = test::run({test::cuprobe_bin(), "analyze", "--json", path});
+  expect_clean_exit(analyze, "analyze");
+  auto report = nlohmann::json::parse(analyze.out);
+  EXPECT_NEAR(report["summary"]["duration_s"].get<double>(), 1010e-9, 1e-12);
+  bool integrity = false;
+  for (const auto& f : report["findings"]) integrity = integrity || f["rule"] == "trace-integrity";
+  EXPECT_TRUE(integrity) << analyze.out;
+}
+
+TEST_F(HandBuiltTrace, WhenTheHeaderTimesAreWrongTheCallsAreKept) {
+  add_call(2000, 0x1000, 64);
+  add_call(3000, 0x2000, 128);
+  auto* h = reinterpret_cast<trace::FileHeader*>(file_.data());
+  h->start.ticks = uint64_t(1) << 61;  // the header is what is damaged
+  h->end.ticks = (uint64_t(1) << 61) + 8000;
+  auto t = reader::TraceFile::open(write());
+  ASSERT_TRUE(t);
+  int events = 0;
+  (*t)->for_each_event([&](const reader::Event&) { ++events; });
+  EXPECT_EQ(events, 2);
+  EXPECT_TRUE(mentions((*t)->diagnostics(), "the header's start and end times do not fit")) << joined((*t)->diagnostics());
+}
+
+TEST_F(HandBuiltTrace, TextThatIsNotUtf8OrCutInsideACharacterGivesValidJson) {
+  // A command line of 100 two-byte characters (cut at 160 bytes it would end mid-character),
+  // then bytes that are not UTF-8 at all.
+  std::string arg;
+  for (int i = 0; i < 100; ++i) arg += "\xc3\xa9";
+  add_process(std::string("python3\0", 8) + arg + std::string("\0\xff\xfe-latin1-\xe9t\xe9\0", 16));
+  add_call(2000, 0x1000, 64);
+  std::string path = write();
+  auto analyze = test::run({test::cuprobe_bin(), "analyze", "--json", path});
+  EXPECT_LE(analyze.status, 1) << analyze.err;
+  auto report = nlohmann::json::parse(analyze.out);  // throws on invalid JSON
+  std::string command = report["summary"]["per_process"][0]["command"];
+  EXPECT_EQ(command.rfind("python3 \xc3\xa9", 0), 0u) << command;
+  EXPECT_EQ(command.substr(command.size() - 3), "\xe2\x80\xa6");  // cut between characters, marked
+  auto dump = test::run({test::cuprobe_bin(), "dump", path});
+  ASSERT_EQ(dump.status, 0) << dump.err;
+  std::string dumped = test::fresh_dir("utf8") + "/d.jsonl";
+  std::ofstream(dumped) << dump.out;
+  for (size_t start = 0; start < dump.out.size();) {
+    size_t end = dump.out.find('\n', start);
+    EXPECT_NO_THROW((void)nlohmann::json::parse(dump.out.substr(start, end - start)));
+    start = end == std::string::npos ? dump.out.size() : end + 1;
+  }
+  auto again = test::run({test::cuprobe_bin(), "analyze", "--json", dumped});
+  EXPECT_LE(again.status, 1) << again.err;
+  EXPECT_NO_THROW((void)nlohmann::json::parse(again.out));
+}
+
+TEST_F(HandBuiltTrace, AFileTruncatedWhileItIsReadReadsAsEmptyInsteadOfSigbus) {
+  for (int i = 0; i < 100; ++i) add_call(2000 + uint64_t(i) * 10, 0x1000 + uint64_t(i), 64);
+  std::string path = write();
+  auto t = reader::TraceFile::open(path);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(truncate(path.c_str(), trace::kFileHeaderSize + 4096), 0);
+  int events = 0;
+  (*t)->for_each_event([&](const reader::Event&) { ++events; });  // the thread's chunk is gone
+  EXPECT_EQ(events, 0);
+  EXPECT_TRUE(mentions((*t)->diagnostics(), "the file shrank while it was read")) << joined((*t)->diagnostics());
+}
+
+TEST_F(HandBuiltTrace, RecordsZeroedWhileTheFileIsReadEndTheChunkInsteadOfLooping) {
+  for (int i = 0; i < 100; ++i) add_call(2000 + uint64_t(i) * 10, 0x1000 + uint64_t(i), 64);
+  std::string path = write();
+  auto t = reader::TraceFile::open(path);
+  ASSERT_TRUE(t);
+  std::vector<char> zeros(trace::kChunkDataSize, 0);
+  int fd = ::open(path.c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(pwrite(fd, zeros.data(), zeros.size(), trace::kFileHeaderSize + trace::kChunkSize + trace::kChunkHeaderSize),
+            ssize_t(zeros.size()));
+  close(fd);
+  int events = 0;
+  (*t)->for_each_event([&](const reader::Event&) { ++events; });
+  EXPECT_EQ(events, 0);
+  EXPECT_TRUE(mentions((*t)->diagnostics(), "was written to while it was read")) << joined((*t)->diagnostics());
+}
+
+TEST(FindTraceFiles, FifosSocketsAndSymlinksInARunDirectoryAreSkippedAndNamed) {
+  std::string dir = test::fresh_dir("rundir");
+  std::string outside = test::fresh_dir("outside") + "/secret.cuprobe";
+  std::ofstream(outside) << "not yours";
+  ASSERT_EQ(mkfifo((dir + "/pipe.cuprobe").c_str(), 0600), 0);
+  ASSERT_EQ(symlink("/nonexistent/x.cuprobe", (dir + "/dangling.cuprobe").c_str()), 0);
+  ASSERT_EQ(symlink(outside.c_str(), (dir + "/elsewhere.cuprobe").c_str()), 0);
+  std::ofstream(dir + "/real.cuprobe") << "x";
+  std::vector<std::string> skipped;
+  auto files = reader::find_trace_files(dir, &skipped);
+  ASSERT_TRUE(files) << files.error().message;
+  EXPECT_EQ(*files, std::vector<std::string>{dir + "/real.cuprobe"});
+  ASSERT_EQ(skipped.size(), 3u) << joined(skipped);
+  EXPECT_TRUE(mentions(skipped, "pipe.cuprobe: skipped: not a regular file (a FIFO)")) << joined(skipped);
+  EXPECT_TRUE(mentions(skipped, "dangling.cuprobe: skipped: a symbolic link to /nonexistent/x.cuprobe")) << joined(skipped);
+  EXPECT_TRUE(mentions(skipped, "elsewhere.cuprobe: skipped: a symbolic link to " + outside)) << joined(skipped);
+}
+
+TEST(FindTraceFiles, AFifoNobodyWritesToIsRefusedAfterAWaitNotBlockedOnForever) {
+  std::string fifo = test::fresh_dir("fifo") + "/t.cuprobe";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  // Opening the FIFO for reading would wait forever for a writer; the reader waits 10 s.
+  for (const char* cmd : {"dump", "analyze"}) {
+    auto r = test::run({test::cuprobe_bin(), cmd, fifo});
+    EXPECT_EQ(r.status, 2) << cmd;
+    EXPECT_NE(r.err.find("a FIFO that nothing wrote to within 10 s"), std::string::npos) << cmd << ": " << r.err;
+  }
+  // A binary trace is mapped, which a FIFO cannot be.
+  auto direct = reader::TraceFile::open(fifo);
+  ASSERT_FALSE(direct);
+  EXPECT_NE(direct.error().message.find("not a regular file (a FIFO)"), std::string::npos);
+}
+
+TEST(FindTraceFiles, AFifoThatIsWrittenToIsReadAsJsonLines) {
+  std::string dir = test::fresh_dir("fifo-written");
+  std::string fifo = dir + "/dump.jsonl";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::string fixture = std::string(CUPROBE_TEST_RULES_DIR) + "/fixtures/sync-stall/fire";
+  auto r = test::run({"bash", "-c",
+                      "(sleep 1; cat " + fixture + "/*.jsonl > " + fifo + ") & " + test::cuprobe_bin() +
+                          " analyze --json " + fifo + "; s=$?; wait; exit $s"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.out.find("sync-stall"), std::string::npos) << r.out;
+}
+
+TEST(JsonLine, BytesThatAreNotUtf8BecomeReplacementCharactersAndNanBecomesNull) {
+  JsonLine j;
+  j.begin();
+  j.str("s", "caf\xc3\xa9 \xff\xc3");
+  j.dbl("d", std::nan(""));
+  j.dbl("inf", 1.0 / 0.0);
+  EXPECT_EQ(j.finish(), "{\"s\":\"caf\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd\",\"d\":null,\"inf\":null}");
 }
 
 }  // namespace
