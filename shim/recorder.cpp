@@ -36,6 +36,12 @@ constexpr uint32_t kFirstSegmentChunks = 16;   // 1 MiB
 constexpr uint32_t kLargestSegmentChunks = 128;  // 8 MiB: what a finished trace can waste at its end
 constexpr uint64_t kDefaultMaxBytes = 4096ull << 20;
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+// Signals that end a process by default when nothing handles them (torchrun stopping its
+// workers, a scheduler's SIGTERM, Ctrl-C in a program that does not catch it): the trace then
+// says which signal ended the process instead of looking as if it had been SIGKILLed. Handled
+// only while their disposition is the default: a handler the program installs replaces ours,
+// and an ignored signal stays ignored.
+constexpr int kEndSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 constexpr int kMaxSignal = 65;
 
 struct Config {
@@ -102,16 +108,98 @@ void copy_str(char* dst, size_t cap, const char* src) {
   dst[n] = 0;
 }
 
-uint64_t parse_u64(const char* s, uint64_t fallback) {
-  if (s == nullptr || *s == 0) return fallback;
-  char* end = nullptr;
-  unsigned long long v = strtoull(s, &end, 10);
-  return (end != nullptr && *end == 0) ? uint64_t(v) : fallback;
+// ---- Configuration from the environment ----------------------------------------------------
+// A value the shim cannot read is never half-read (strtoull of "-1" or "1MiB"): it is reported
+// once on stderr and removed from this process's environment, so that the rest of the shim
+// (stacks.cpp and mem_sample.cpp read their own variables after this) and every program this
+// one runs take the default, and a job says it once rather than once per process. `cuprobe
+// record` refuses the same values before the job starts: analyzer/cmds/record.cpp
+// (kShimVariables) keeps the same rules; change both together.
+
+bool g_env_quiet = false;  // CUPROBE_QUIET, known before anything else is checked
+
+// A whole number in decimal digits only (no sign, space or unit) that fits in 64 bits.
+bool parse_decimal(const char* s, uint64_t* out) {
+  if (s == nullptr || *s == 0) return false;
+  uint64_t v = 0;
+  for (const char* p = s; *p; ++p) {
+    if (*p < '0' || *p > '9') return false;
+    uint64_t d = uint64_t(*p - '0');
+    if (v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return true;
 }
 
-bool env_true(const char* name) {
+// write(2) from a stack buffer: this runs in the traced process while it loads.
+void warn_env(const char* name, const char* value, const char* expected, const char* fallback) {
+  if (!g_env_quiet) {
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "cuprobe: %s=%.120s%s is not %s; using %s\n", name, value,
+                     strlen(value) > 120 ? "..." : "", expected, fallback);
+    if (n > 0) (void)!write(STDERR_FILENO, buf, size_t(n) < sizeof buf ? size_t(n) : sizeof buf - 1);
+  }
+  unsetenv(name);
+}
+
+bool ascii_iequal(const char* a, const char* b) {
+  for (; *a && *b; ++a, ++b) {
+    char x = (*a >= 'A' && *a <= 'Z') ? char(*a + ('a' - 'A')) : *a;
+    if (x != *b) return false;
+  }
+  return *a == 0 && *b == 0;
+}
+
+// 1, true, yes, on / 0, false, no, off, in any case; unset or empty is false.
+bool env_bool(const char* name) {
   const char* v = getenv(name);
-  return v != nullptr && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || strcmp(v, "yes") == 0);
+  if (v == nullptr || *v == 0) return false;
+  static const char* const kTrue[] = {"1", "true", "yes", "on"};
+  static const char* const kFalse[] = {"0", "false", "no", "off"};
+  for (const char* t : kTrue) {
+    if (ascii_iequal(v, t)) return true;
+  }
+  for (const char* f : kFalse) {
+    if (ascii_iequal(v, f)) return false;
+  }
+  warn_env(name, v, "1 or 0 (true/false, yes/no, on/off)", "0");
+  return false;
+}
+
+// A decimal number from `min` to `max`; `fallback` when unset or empty, or after a warning.
+uint64_t env_number(const char* name, uint64_t min, uint64_t max, uint64_t fallback, const char* expected,
+                    const char* fallback_text) {
+  const char* v = getenv(name);
+  if (v == nullptr || *v == 0) return fallback;
+  uint64_t n = 0;
+  if (!parse_decimal(v, &n) || n < min || n > max) {
+    warn_env(name, v, expected, fallback_text);
+    return fallback;
+  }
+  return n;
+}
+
+// One of `words` (null-terminated); nullptr when unset or empty, or after a warning.
+const char* env_word(const char* name, const char* const* words, const char* expected, const char* fallback_text) {
+  const char* v = getenv(name);
+  if (v == nullptr || *v == 0) return nullptr;
+  for (const char* const* w = words; *w; ++w) {
+    if (strcmp(v, *w) == 0) return v;
+  }
+  warn_env(name, v, expected, fallback_text);
+  return nullptr;
+}
+
+// Variables that other parts of the shim read after do_configure, checked here first (a bad
+// one is removed, so they see none). The defaults named are those of stacks.cpp and
+// mem_sample.cpp.
+void check_other_variables() {
+  static const char* const kStackModes[] = {"off", "errors", "alloc", "all", nullptr};
+  env_word("CUPROBE_STACKS", kStackModes, "off, errors, alloc or all", "the default, alloc");
+  env_number("CUPROBE_STACK_DEPTH", 1, 64, 0, "a number of frames from 1 to 64", "the default 32");
+  env_number("CUPROBE_STACK_MIN_BYTES", 0, UINT64_MAX, 0, "a number of bytes (digits only)", "the default 1048576");
+  env_number("CUPROBE_MEM_SAMPLE_MS", 0, UINT64_MAX, 0, "a number of milliseconds", "the default 500");
 }
 
 void say(const char* fmt, const char* a, const char* b) {
@@ -134,18 +222,25 @@ void atfork_child();
 void do_configure() {
   const char* out = getenv("CUPROBE_OUT");
   copy_str(g_config.out_dir, sizeof g_config.out_dir, (out && *out) ? out : "cuprobe-trace");
-  uint64_t max_mb = parse_u64(getenv("CUPROBE_MAX_MB"), kDefaultMaxBytes >> 20);
-  g_config.max_bytes = max_mb << 20;
-  g_config.quiet = env_true("CUPROBE_QUIET");
-  g_launch_events = env_true("CUPROBE_LAUNCH_EVENTS");
-  clock_init(getenv("CUPROBE_CLOCK"));
+  // Quiet first: it decides whether the others may warn.
+  g_env_quiet = env_bool("CUPROBE_QUIET");
+  g_config.quiet = g_env_quiet;
+  // A limit past what a trace can hold (see start_trace_locked) is simply that much.
+  uint64_t max_mb = env_number("CUPROBE_MAX_MB", 0, UINT64_MAX, kDefaultMaxBytes >> 20, "a number of MiB",
+                               "the default 4096");
+  g_config.max_bytes = max_mb > (UINT64_MAX >> 20) ? UINT64_MAX : max_mb << 20;
+  g_launch_events = env_bool("CUPROBE_LAUNCH_EVENTS");
+  static const char* const kClocks[] = {"auto", "monotonic", "tsc", "counter", nullptr};
+  const char* clock = env_word("CUPROBE_CLOCK", kClocks, "auto, monotonic or tsc", "auto");
+  clock_init(clock != nullptr && strcmp(clock, "auto") != 0 ? clock : nullptr);
+  check_other_variables();
   fill_anchor(&g_process_start);
   faults_configure();
   mem_sample_configure();
   stacks_configure();
   pthread_key_create(&g_thread_key, on_thread_exit);
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-  uint32_t m = env_true("CUPROBE_DISABLE") ? kProcessOff : kProcessOn;
+  uint32_t m = env_bool("CUPROBE_DISABLE") ? kProcessOff : kProcessOn;
   __atomic_store_n(&g_process_mode, m, __ATOMIC_RELEASE);
 }
 
@@ -251,6 +346,17 @@ void fatal_signal_handler(int sig, siginfo_t* info, void* ucontext);
 
 void install_signal_handlers() {
   for (int sig : kFatalSignals) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = fatal_signal_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, &g_old_actions[sig]);
+  }
+  for (int sig : kEndSignals) {
+    struct sigaction current;
+    if (sigaction(sig, nullptr, &current) != 0) continue;
+    if ((current.sa_flags & SA_SIGINFO) || current.sa_handler != SIG_DFL) continue;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = fatal_signal_handler;
@@ -381,7 +487,11 @@ void wake_helper_if_behind(uint32_t claimed_idx) {
 // page that leaves its contents as they are (a writer may already use the chunk): under
 // hypervisors that shadow page tables, the first access from user space still traps, and it
 // should trap here rather than on a traced thread.
-void prefault_chunk(uint32_t idx) {
+// Not instrumented by ThreadSanitizer: a writer that already claimed the chunk may be storing to
+// the word the add of zero touches, which an atomic read-modify-write cannot undo, but TSan reports
+// as a race; and a report, even a suppressed one, symbolizes under the loader's lock, which a
+// thread in refresh_modules (stacks.cpp) holds while it waits for the meta mutex of the reporter.
+__attribute__((no_sanitize("thread"))) void prefault_chunk(uint32_t idx) {
   auto* base = reinterpret_cast<char*>(chunk_at(idx));
   if (base == nullptr) return;
   static bool populate_works = true;
@@ -563,7 +673,10 @@ void fatal_signal_handler(int sig, siginfo_t* info, void* ucontext) {
     __atomic_store_n(&hdr->state, uint32_t(trace::FileState::kSignaled), __ATOMIC_RELEASE);
   }
   sigaction(sig, &old, nullptr);
-  if (info == nullptr || info->si_code <= 0 || sig == SIGABRT) raise(sig);
+  // A fault raised by an instruction happens again on return; any other signal is raised again
+  // (delivered, with the old disposition, when the handler returns).
+  bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
+  if (info == nullptr || info->si_code <= 0 || !fault) raise(sig);
   errno = saved_errno;
   // A fault raised by an instruction happens again on return, now with the old disposition.
 }

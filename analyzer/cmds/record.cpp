@@ -3,12 +3,20 @@
 //
 // The environment it sets (LD_PRELOAD, CUPROBE_OUT, CUPROBE_*) is inherited by every child and
 // exec'd program, so torchrun workers, multiprocessing and DataLoader workers are traced too.
+#include <elf.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -36,11 +44,15 @@ constexpr const char* kHelp = R"(Usage: cuprobe record [options] [--] COMMAND [A
 Runs COMMAND with the cuprobe shim preloaded. Every process of the job that makes a CUDA
 runtime or cuDNN call writes one trace file into the run directory; children and exec'd
 programs inherit the setup. COMMAND's exit status is passed through (128+N when it was killed
-by signal N).
+by signal N), also when nothing was traced: then a line on stderr says why ("cuprobe: no trace
+in DIR: ..."), unless --quiet.
 
 Options:
   -o, --output DIR    run directory (default: ./cuprobe-YYYYMMDD-HHMMSS in the current directory);
-                      created if missing; refused if it already holds traces (see --append)
+                      created with mode 0700 if missing; refused if it already holds traces (see
+                      --append), if it is not a directory of yours, or if others can write into it
+                      (group or world write permission, sticky or not): they could replace a trace
+                      or add one of their own
       --append        allow a run directory that already holds traces
       --launch-events record every kernel launch as an event (default: counted per thread and
                       device, which costs a few nanoseconds per launch)
@@ -80,11 +92,19 @@ Fault mode (docs/faults.md): make chosen calls fail on purpose, before the real 
                       inject exactly the faults recorded in an earlier run (directory or file)
 A malformed plan stops here, before COMMAND starts, with what is wrong in it.
 
+Before COMMAND starts, record also stops (exit status 2) on a CUPROBE_* variable in its
+environment whose value the shim would not take (CUPROBE_MAX_MB=abc, CUPROBE_STACK_DEPTH=0;
+under plain LD_PRELOAD the shim warns once and uses the default), and on a shim path with a
+space or colon, which LD_PRELOAD cannot carry. It warns, and runs COMMAND all the same, when
+the loader will not preload the shim into it: a setuid or setgid program (or one with file
+capabilities), a statically linked one, or one started through sudo, su, doas, pkexec,
+runuser or env -i, which clear the environment. docs/record.md has the details.
+
 Environment set for COMMAND: LD_PRELOAD (the shim appended), CUPROBE_OUT (absolute run
 directory), and CUPROBE_LAUNCH_EVENTS, CUPROBE_MAX_MB, CUPROBE_CLOCK, CUPROBE_FAULTS,
-CUPROBE_MEM_CAP, CUPROBE_STACKS, CUPROBE_STACK_DEPTH, CUPROBE_STACK_MIN_BYTES when the options ask. Under plain LD_PRELOAD, set CUPROBE_FAULTS (rules
-separated by ';') and CUPROBE_MEM_CAP yourself; a malformed plan is then reported on stderr and
-nothing is injected.
+CUPROBE_MEM_CAP, CUPROBE_STACKS, CUPROBE_STACK_DEPTH, CUPROBE_STACK_MIN_BYTES when the
+options ask. Under plain LD_PRELOAD, set CUPROBE_FAULTS (rules separated by ';') and
+CUPROBE_MEM_CAP yourself; a malformed plan is then reported on stderr and nothing is injected.
 Set CUPROBE_SHIM to use a shim other than the one installed beside this command.
 )";
 
@@ -108,6 +128,352 @@ bool has_traces(const std::string& dir) {
   return false;
 }
 
+// ---- The shim's variables ------------------------------------------------------------------
+// What the shim takes for each CUPROBE_* variable it reads: the same rules as shim/recorder.cpp
+// (do_configure and check_other_variables; change both together). A value the shim would not
+// take stops record before the job starts, whether an option or the environment set it; under
+// plain LD_PRELOAD the shim warns once and uses the default.
+
+// Decimal digits only (no sign, space or unit), within 64 bits.
+bool decimal(const std::string& v, uint64_t* out) {
+  if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) return false;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), *out);
+  return ec == std::errc() && end == v.data() + v.size();
+}
+
+std::string lower(const std::string& v) {
+  std::string low;
+  for (char c : v) low += char(std::tolower(static_cast<unsigned char>(c)));
+  return low;
+}
+bool is_true_flag(const std::string& v) {
+  std::string low = lower(v);
+  return low == "1" || low == "true" || low == "yes" || low == "on";
+}
+bool is_flag(const std::string& v) {
+  std::string low = lower(v);
+  return is_true_flag(v) || low == "0" || low == "false" || low == "no" || low == "off";
+}
+bool is_number(const std::string& v) {
+  uint64_t n = 0;
+  return decimal(v, &n);
+}
+bool is_depth(const std::string& v) {
+  uint64_t n = 0;
+  return decimal(v, &n) && n >= 1 && n <= 64;
+}
+bool is_clock(const std::string& v) { return v == "auto" || v == "monotonic" || v == "tsc" || v == "counter"; }
+bool is_stack_mode(const std::string& v) { return v == "off" || v == "errors" || v == "alloc" || v == "all"; }
+
+struct ShimVariable {
+  const char* name;
+  const char* expected;  // in the shim's words
+  bool (*accepts)(const std::string&);  // a non-empty value (empty is the same as unset)
+};
+constexpr ShimVariable kShimVariables[] = {
+    {"CUPROBE_QUIET", "1 or 0 (true/false, yes/no, on/off)", is_flag},
+    {"CUPROBE_DISABLE", "1 or 0 (true/false, yes/no, on/off)", is_flag},
+    {"CUPROBE_LAUNCH_EVENTS", "1 or 0 (true/false, yes/no, on/off)", is_flag},
+    {"CUPROBE_MAX_MB", "a number of MiB", is_number},
+    {"CUPROBE_CLOCK", "auto, monotonic or tsc", is_clock},
+    {"CUPROBE_STACKS", "off, errors, alloc or all", is_stack_mode},
+    {"CUPROBE_STACK_DEPTH", "a number of frames from 1 to 64", is_depth},
+    {"CUPROBE_STACK_MIN_BYTES", "a number of bytes (digits only, such as 1048576)", is_number},
+    {"CUPROBE_MEM_SAMPLE_MS", "a number of milliseconds", is_number},
+};
+
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+// The value COMMAND will see: what record sets, else what it inherits; "" when neither.
+std::string job_env(const EnvList& env, const std::string& name) {
+  for (auto it = env.rbegin(); it != env.rend(); ++it) {
+    if (it->first == name) return it->second;
+  }
+  const char* v = std::getenv(name.c_str());
+  return v ? v : "";
+}
+
+// "" when every inherited CUPROBE_* value is one the shim takes; otherwise what is wrong.
+// Values record sets itself come from options that were checked when they were read.
+std::string check_inherited_variables(const EnvList& env) {
+  for (const ShimVariable& var : kShimVariables) {
+    bool set_by_option = false;
+    for (const auto& kv : env) set_by_option |= kv.first == var.name;
+    const char* v = std::getenv(var.name);
+    if (set_by_option || v == nullptr || *v == 0 || var.accepts(v)) continue;
+    return fmt::format("{}={} in the environment is not {}; correct or unset it", var.name, v, var.expected);
+  }
+  return "";
+}
+
+// ---- The run directory ---------------------------------------------------------------------
+
+std::string user_name(uid_t uid) {
+  struct passwd* pw = getpwuid(uid);
+  return pw ? fmt::format("{} (uid {})", pw->pw_name, uid) : fmt::format("uid {}", uid);
+}
+
+// Creates every missing component of `dir` with mode 0700, as the shim does (make_run_dir);
+// `created` says whether `dir` itself was made here.
+std::string make_dirs(const std::string& dir, bool* created) {
+  for (size_t i = 1; i <= dir.size(); ++i) {
+    if (i < dir.size() && dir[i] != '/') continue;
+    std::string prefix = dir.substr(0, i);
+    if (mkdir(prefix.c_str(), 0700) == 0) {
+      if (i == dir.size()) *created = true;
+    } else if (errno != EEXIST) {
+      return fmt::format("cannot create {}: {}", prefix, std::strerror(errno));
+    }
+  }
+  return "";
+}
+
+// What is wrong with `dir` as a run directory, with the fix; "" when nothing. The shim (make_run_dir)
+// refuses a final symbolic link owned by another user and anything but a directory; record is
+// stricter and also refuses a directory someone else can write into (another owner, or group or
+// world write permission, sticky or not): they could replace a trace, or add a crafted one that
+// `cuprobe analyze` would read as part of the run. With `create`, a missing directory is made
+// 0700 first.
+std::string run_dir_problem(const std::string& dir, bool create, bool* created) {
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT || !create) return fmt::format("it cannot be examined: {}", std::strerror(errno));
+    if (std::string why = make_dirs(dir, created); !why.empty()) return why;
+    if (lstat(dir.c_str(), &st) != 0) return fmt::format("it cannot be examined: {}", std::strerror(errno));
+  }
+  const std::string own_dir = "choose a directory of your own with -o DIR (a missing one is created with mode 0700)";
+  if (S_ISLNK(st.st_mode)) {
+    if (st.st_uid != geteuid() && st.st_uid != 0) {
+      return fmt::format("it is a symbolic link owned by another user, {}, which the shim refuses to follow; {}",
+                         user_name(st.st_uid), own_dir);
+    }
+    if (stat(dir.c_str(), &st) != 0) return fmt::format("it is a symbolic link to nothing usable: {}", std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) return fmt::format("it exists and is not a directory; {}", own_dir);
+  if (st.st_uid != geteuid()) {
+    return fmt::format("it belongs to another user, {}, who could replace its traces or add crafted ones; {}",
+                       user_name(st.st_uid), own_dir);
+  }
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    const char* who = (st.st_mode & S_IWGRP) && (st.st_mode & S_IWOTH) ? "its group and all users"
+                      : (st.st_mode & S_IWGRP)                         ? "its group"
+                                                                       : "all users";
+    return fmt::format("it is writable by {} (mode {:04o}), who could replace its traces or add crafted ones; "
+                       "take their write permission away (chmod go-w {}) or {}",
+                       who, st.st_mode & 07777, dir, own_dir);
+  }
+  if (access(dir.c_str(), W_OK | X_OK) != 0) return fmt::format("cannot write into it: {}", std::strerror(errno));
+  return "";
+}
+
+// ---- Whether LD_PRELOAD will reach the job -------------------------------------------------
+
+// The file execvp would run for `name`: searched in PATH unless it holds a slash; "" if none.
+std::string resolve_command(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  std::string path;
+  if (const char* p = std::getenv("PATH"); p != nullptr) {
+    path = p;
+  } else {
+    char buf[256];
+    size_t n = confstr(_CS_PATH, buf, sizeof buf);
+    path = n > 0 && n <= sizeof buf ? std::string(buf) : "/bin:/usr/bin";
+  }
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    struct stat st {};
+    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    start = end + 1;
+  }
+  return "";
+}
+
+enum class Linkage { kUnknown, kDynamic, kStatic };
+
+template <typename Ehdr, typename Phdr>
+Linkage elf_linkage(int fd) {
+  Ehdr eh{};
+  if (pread(fd, &eh, sizeof eh, 0) != ssize_t(sizeof eh)) return Linkage::kUnknown;
+  if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) return Linkage::kUnknown;
+  if (eh.e_phentsize != sizeof(Phdr) || eh.e_phnum == 0 || eh.e_phnum > 4096) return Linkage::kUnknown;
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    Phdr ph{};
+    if (pread(fd, &ph, sizeof ph, off_t(eh.e_phoff + uint64_t(i) * sizeof ph)) != ssize_t(sizeof ph)) {
+      return Linkage::kUnknown;
+    }
+    if (ph.p_type == PT_INTERP) return Linkage::kDynamic;
+  }
+  return Linkage::kStatic;  // no program interpreter: the kernel starts it directly, ld.so never runs
+}
+
+// Whether `path` is a dynamically or statically linked ELF executable; for a script (#!), the
+// interpreter's path in `interpreter` (and, for "#!/usr/bin/env NAME", NAME resolved).
+Linkage linkage_of(const std::string& path, std::string* interpreter) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Linkage::kUnknown;
+  char head[256] = {};
+  ssize_t n = pread(fd, head, sizeof head - 1, 0);
+  Linkage result = Linkage::kUnknown;
+  if (n >= EI_NIDENT && std::memcmp(head, ELFMAG, SELFMAG) == 0) {
+    result = head[EI_CLASS] == ELFCLASS64   ? elf_linkage<Elf64_Ehdr, Elf64_Phdr>(fd)
+             : head[EI_CLASS] == ELFCLASS32 ? elf_linkage<Elf32_Ehdr, Elf32_Phdr>(fd)
+                                            : Linkage::kUnknown;
+  } else if (n > 2 && head[0] == '#' && head[1] == '!' && interpreter != nullptr) {
+    std::string line(head + 2, size_t(n - 2));
+    line = line.substr(0, line.find('\n'));
+    std::vector<std::string> words;
+    size_t p = 0;
+    while ((p = line.find_first_not_of(" \t", p)) != std::string::npos) {
+      size_t e = line.find_first_of(" \t", p);
+      words.push_back(line.substr(p, e == std::string::npos ? std::string::npos : e - p));
+      p = e;
+    }
+    if (!words.empty()) {
+      *interpreter = words[0];
+      if (fs::path(words[0]).filename() == "env") {
+        for (size_t i = 1; i < words.size(); ++i) {
+          if (words[i][0] == '-') continue;
+          *interpreter = resolve_command(words[i]);
+          break;
+        }
+      }
+    }
+  }
+  close(fd);
+  return result;
+}
+
+// "setuid nobody (uid 65534)" when running `path` changes this process's user or group, which
+// makes the loader ignore (and drop) LD_PRELOAD; "" when it does not.
+std::string privilege_change(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  struct statvfs vfs {};
+  if (statvfs(path.c_str(), &vfs) == 0 && (vfs.f_flag & ST_NOSUID)) return "";  // the bits are ignored there
+  if ((st.st_mode & S_ISUID) && st.st_uid != getuid()) return "setuid " + user_name(st.st_uid);
+  if ((st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP) && st.st_gid != getgid()) {
+    struct group* gr = getgrgid(st.st_gid);
+    return gr ? fmt::format("setgid {} (gid {})", gr->gr_name, st.st_gid) : fmt::format("setgid gid {}", st.st_gid);
+  }
+  if (getuid() != 0 && getxattr(path.c_str(), "security.capability", nullptr, 0) > 0) return "given file capabilities";
+  return "";
+}
+
+// Why no process of COMMAND will load the shim, as far as can be told before it runs; "" when
+// nothing speaks against it. Looks through `env [-i] [NAME=VALUE...]` and #! interpreters.
+std::string preload_obstacle(const std::vector<std::string>& command) {
+  size_t at = 0;
+  for (int hops = 0; hops < 4 && at < command.size(); ++hops) {
+    std::string name = fs::path(command[at]).filename().string();
+    if (name == "sudo" || name == "su" || name == "doas" || name == "pkexec" || name == "runuser") {
+      return fmt::format("{} starts what it runs with a new environment, without LD_PRELOAD and CUPROBE_OUT; "
+                         "run cuprobe inside it instead ({} cuprobe record ... -- COMMAND)",
+                         name, name);
+    }
+    std::string path = resolve_command(command[at]);
+    if (path.empty()) return "";  // execvp will say so
+    if (name == "env") {
+      size_t i = at + 1;
+      for (; i < command.size(); ++i) {
+        const std::string& a = command[i];
+        if (a == "-" || a == "-i" || a == "--ignore-environment" ||
+            (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.find('i') != std::string::npos &&
+             a.find_first_of("uCS") > a.find('i'))) {
+          return "env -i starts the command with an empty environment, without LD_PRELOAD and CUPROBE_OUT";
+        }
+        if (a == "--") {
+          ++i;
+          break;
+        }
+        if (a == "-u" || a == "-C" || a == "-S" || a == "--unset" || a == "--chdir" || a == "--split-string") {
+          ++i;
+          continue;
+        }
+        if (a[0] == '-' || a.find('=') != std::string::npos) continue;
+        break;
+      }
+      at = i;
+      continue;
+    }
+    if (std::string how = privilege_change(path); !how.empty()) {
+      return fmt::format("{} is {}: the dynamic loader ignores LD_PRELOAD for programs that change user or group, "
+                         "and drops it for everything they run",
+                         path, how);
+    }
+    std::string interpreter;
+    Linkage linkage = linkage_of(path, &interpreter);
+    if (linkage == Linkage::kStatic) {
+      return fmt::format("{} is statically linked: no dynamic loader runs for it, so LD_PRELOAD has no effect on it "
+                         "(dynamically linked programs it starts are still traced)",
+                         path);
+    }
+    if (interpreter.empty()) return "";
+    if (std::string how = privilege_change(interpreter); !how.empty()) {
+      return fmt::format("{}'s interpreter {} is {}: the dynamic loader ignores LD_PRELOAD for programs that change "
+                         "user or group", path, interpreter, how);
+    }
+    if (linkage_of(interpreter, nullptr) == Linkage::kStatic) {
+      return fmt::format("{}'s interpreter {} is statically linked: LD_PRELOAD has no effect on it", path, interpreter);
+    }
+    return "";
+  }
+  return "";
+}
+
+// A fault plan file, read without ever blocking for good: a FIFO nobody writes to is refused
+// (a pipe from process substitution, --faults <(...), is read as its writer writes it, for at
+// most 30 s), and at most 16 MiB are read.
+std::string read_plan_file(const std::string& path) {
+  constexpr size_t kMax = 16u << 20;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) throw UsageError(fmt::format("--faults {}: cannot read it: {}", path, std::strerror(errno)));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))) {
+    close(fd);
+    throw UsageError(fmt::format("--faults {}: not a regular file or a pipe", path));
+  }
+  std::string text;
+  char buf[65536];
+  timespec start {};
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      text.append(buf, size_t(n));
+      if (text.size() > kMax) {
+        close(fd);
+        throw UsageError(fmt::format("--faults {}: larger than 16 MiB; a fault plan is a few rules", path));
+      }
+      continue;
+    }
+    if (n == 0) break;
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN) {
+      int err = errno;
+      close(fd);
+      throw UsageError(fmt::format("--faults {}: cannot read it: {}", path, std::strerror(err)));
+    }
+    timespec now {};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - start.tv_sec >= 30) {
+      close(fd);
+      throw UsageError(fmt::format("--faults {}: the pipe was not closed within 30 s", path));
+    }
+    usleep(10000);
+  }
+  close(fd);
+  if (text.empty() && S_ISFIFO(st.st_mode)) {
+    throw UsageError(fmt::format("--faults {}: a FIFO with nothing written to it; give the plan as a file", path));
+  }
+  return text;
+}
+
 pid_t g_child = -1;
 
 // Signals sent to cuprobe by another process (kill, a container runtime stopping PID 1) go to
@@ -128,11 +494,39 @@ std::string human_bytes(uint64_t n) {
   return fmt::format("{} B", n);
 }
 
-void report(const std::string& dir) {
+// Why no process wrote a trace, as well as can be told afterwards (`changed`: what is wrong with
+// the run directory now). The shim leaves nothing behind where it wrote no trace, so a program
+// that never used CUDA and one that LD_PRELOAD never reached look alike; the message names both.
+std::string no_trace_reason(const std::string& changed, const EnvList& env, const std::string& obstacle) {
+  if (!changed.empty()) {
+    return fmt::format("the run directory changed while the command ran: {}. The shim refuses such a directory "
+                       "(its own messages above say so)", changed);
+  }
+  if (std::string v = job_env(env, "CUPROBE_DISABLE"); is_true_flag(v)) {
+    return fmt::format("CUPROBE_DISABLE={} is set: the shim was loaded but recorded nothing", v);
+  }
+  if (!obstacle.empty()) return obstacle;
+  return "no process of the command made a CUDA or cuDNN call through the shim: either none used CUDA (or "
+         "cudart was linked statically, which cannot be interposed), or LD_PRELOAD did not reach the processes that "
+         "did (a launcher or script that clears the environment drops it); a process whose trace could not be "
+         "written said why above ('cuprobe: ...')";
+}
+
+void report(const std::string& dir, const EnvList& env, const std::string& obstacle) {
+  bool created = false;
+  std::string changed = run_dir_problem(dir, false, &created);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec) || !has_traces(dir)) {
+    fmt::print(stderr, "cuprobe: no trace in {}: {}\n", dir, no_trace_reason(changed, env, obstacle));
+    return;
+  }
+  if (!changed.empty()) {
+    fmt::print(stderr, "cuprobe: warning: the run directory changed while the command ran: {}; not every trace in it "
+                       "need be this run's\n", changed);
+  }
   auto files = reader::find_trace_files(dir);
   if (!files) {
-    fmt::print(stderr, "cuprobe: no trace in {}: no process of the command made a CUDA runtime or cuDNN call "
-                       "through the shim (statically linked cudart is not interposable)\n", dir);
+    fmt::print(stderr, "cuprobe: {}\n", files.error().message);
     return;
   }
   uint64_t events = 0;
@@ -185,7 +579,7 @@ int cmd_record(const Args& args) {
   std::string out;
   bool append = false;
   bool quiet = false;
-  std::vector<std::pair<std::string, std::string>> env;
+  EnvList env;
   std::vector<std::string> fault_rules;
   std::vector<std::string> replay_rules;
   std::string mem_cap;
@@ -242,11 +636,10 @@ int cmd_record(const Args& args) {
       fault_rules.push_back(value(a));
     } else if (a == "--faults") {
       std::string path = value(a);
-      std::ifstream in(path);
-      if (!in) throw UsageError(fmt::format("--faults {}: cannot read it: {}", path, std::strerror(errno)));
+      std::string text = read_plan_file(path);
       nlohmann::json doc;
       try {
-        doc = nlohmann::json::parse(in);
+        doc = nlohmann::json::parse(text);
       } catch (const std::exception& e) {
         throw UsageError(fmt::format("--faults {}: not JSON: {}", path, e.what()));
       }
@@ -302,17 +695,37 @@ int cmd_record(const Args& args) {
     return kExitUsage;
   }
 
-  std::string shim = shim_path();
+  if (std::string bad = check_inherited_variables(env); !bad.empty()) {
+    fmt::print(stderr, "cuprobe record: {}\ncuprobe record: the command was not started; see cuprobe record --help\n",
+               bad);
+    return kExitUsage;
+  }
+
+  // Absolute: a relative path in LD_PRELOAD would be looked up again from every process's own
+  // working directory.
+  std::string shim = fs::absolute(shim_path()).lexically_normal().string();
   if (access(shim.c_str(), R_OK) != 0) {
     fmt::print(stderr, "cuprobe record: the shim {} is missing or unreadable ({}); reinstall cuprobe or set CUPROBE_SHIM\n",
                shim, std::strerror(errno));
     return kExitUsage;
   }
+  // The loader splits LD_PRELOAD at every space and colon and has no way to quote one. A link
+  // made behind the user's back would have to outlive every process of the job (and could be
+  // left dangling or be replaced), so record refuses and says how to fix it once.
+  if (size_t bad = shim.find_first_of(" :"); bad != std::string::npos) {
+    fmt::print(stderr, "cuprobe record: the shim's path {} contains a {}, which LD_PRELOAD cannot carry (the dynamic "
+                       "loader splits it there); install cuprobe under a path without spaces or colons, or make a "
+                       "link to the shim from such a path and name it in CUPROBE_SHIM, for example:\n"
+                       "  ln -s '{}' ~/.local/lib/libcuprobe.so && export CUPROBE_SHIM=~/.local/lib/libcuprobe.so\n",
+               shim, shim[bad] == ' ' ? "space" : "colon", shim);
+    return kExitUsage;
+  }
   std::string dir = out.empty() ? default_run_dir() : fs::absolute(out).lexically_normal().string();
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir)) {
-    fmt::print(stderr, "cuprobe record: cannot create run directory {}: {}\n", dir, ec ? ec.message() : "not a directory");
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  bool created = false;
+  if (std::string problem = run_dir_problem(dir, true, &created); !problem.empty()) {
+    fmt::print(stderr, "cuprobe record: cannot use run directory {}: {}\ncuprobe record: the command was not started\n",
+               dir, problem);
     return kExitUsage;
   }
   if (!append && has_traces(dir)) {
@@ -321,13 +734,27 @@ int cmd_record(const Args& args) {
     return kExitUsage;
   }
 
+  // Appended to what the environment preloads already (a sanitizer runtime must stay first),
+  // unless it names this very shim.
   std::string preload = shim;
   if (const char* old = std::getenv("LD_PRELOAD"); old != nullptr && *old != 0) {
     std::string existing = old;
-    preload = existing.find(shim) != std::string::npos ? existing : existing + ":" + shim;
+    bool present = false;
+    for (size_t p = 0; p <= existing.size();) {
+      size_t e = existing.find_first_of(" :", p);
+      if (e == std::string::npos) e = existing.size();
+      present |= existing.compare(p, e - p, shim) == 0 && e - p == shim.size();
+      p = e + 1;
+    }
+    preload = present ? existing : existing + ":" + shim;
   }
   env.emplace_back("LD_PRELOAD", preload);
   env.emplace_back("CUPROBE_OUT", dir);
+
+  // Programs the loader will not preload into: said now, so the job can be stopped, and again
+  // at the end when no trace came.
+  std::string obstacle = preload_obstacle(command);
+  if (!quiet && !obstacle.empty()) fmt::print(stderr, "cuprobe record: warning: {}\n", obstacle);
 
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0) throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));
@@ -363,8 +790,7 @@ int cmd_record(const Args& args) {
   }
   if (n == sizeof exec_errno) {
     fmt::print(stderr, "cuprobe record: cannot run '{}': {}\n", command[0], std::strerror(exec_errno));
-    std::error_code ignore;
-    fs::remove(dir, ignore);  // only removes it when empty
+    if (created) rmdir(dir.c_str());  // only when empty, and only a directory made here
     return exec_errno == ENOENT ? 127 : 126;
   }
   int code = 0;
@@ -374,7 +800,7 @@ int cmd_record(const Args& args) {
     code = 128 + WTERMSIG(status);
     if (!quiet) fmt::print(stderr, "cuprobe: {} was killed by {}\n", command[0], signal_name(WTERMSIG(status)));
   }
-  if (!quiet) report(dir);
+  if (!quiet) report(dir, env, obstacle);
   return code;
 }
 

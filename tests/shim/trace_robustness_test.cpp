@@ -69,6 +69,40 @@ TEST(TraceRobustness, SigkillLeavesATraceReadableUpToItsLastEvent) {
   EXPECT_GE(of_type(lines, "call", "cudaMalloc").size(), 3000u);
 }
 
+// SIGTERM (torchrun stopping its workers, a scheduler) and Ctrl-C end a process that does not
+// handle them: the trace says so (not "incomplete", which the analyzer reads as SIGKILL or the
+// OOM killer), and the process still ends by that signal, at once.
+TEST(TraceRobustness, SigtermAndSigintEndTheProcessAndTheTraceNamesTheSignal) {
+  for (int sig : {SIGTERM, SIGINT}) {
+    std::string dir = fresh_dir("sigterm");
+    Child c = spawn({program("killable"), "500"}, shim_env({{"LD_PRELOAD", shim_preload()}, {"CUPROBE_OUT", dir}}));
+    ASSERT_GT(c.pid, 0);
+    EXPECT_EQ(c.read_line(60000), "ready 500");
+    kill(c.pid, sig);
+    EXPECT_EQ(c.wait(), 128 + sig);
+    auto lines = dump(dir);
+    ASSERT_EQ(of_type(lines, "process").size(), 1u);
+    EXPECT_EQ(of_type(lines, "process")[0]["state"], "signaled");
+    EXPECT_EQ(of_type(lines, "process")[0]["signal"], sig);
+    auto analyze = run({cuprobe_bin(), "analyze", dir});
+    EXPECT_EQ(analyze.out.find("ended without a clean exit"), std::string::npos) << analyze.out;
+  }
+}
+
+// A signal the process was started with ignored (nohup, a launcher) stays ignored.
+TEST(TraceRobustness, AnIgnoredSigtermStaysIgnored) {
+  std::string dir = fresh_dir("sigterm-ignored");
+  Child c = spawn({"bash", "-c", "trap '' TERM; exec " + program("killable") + " 500"},
+                  shim_env({{"LD_PRELOAD", shim_preload()}, {"CUPROBE_OUT", dir}}));
+  ASSERT_GT(c.pid, 0);
+  EXPECT_EQ(c.read_line(60000), "ready 500");
+  kill(c.pid, SIGTERM);
+  usleep(300000);
+  EXPECT_EQ(kill(c.pid, 0), 0) << "SIGTERM ended a process that ignores it";
+  kill(c.pid, SIGKILL);
+  EXPECT_EQ(c.wait(), 128 + SIGKILL);
+}
+
 TEST(TraceRobustness, SegfaultFinalizesTheTraceAndStillKillsTheProcess) {
   // AddressSanitizer owns SIGSEGV in a sanitized build: it reports and exits with status 1.
   if (CUPROBE_SANITIZED) GTEST_SKIP() << "AddressSanitizer handles SIGSEGV itself";
@@ -99,7 +133,8 @@ TEST(TraceRobustness, AbortFinalizesTheTraceAndStillAborts) {
 
 TEST(TraceRobustness, ForkAndExecChildrenWriteTheirOwnFiles) {
   std::string dir = fresh_dir("fork");
-  RunResult r = record(dir, {program("forker")});
+  // No periodic memory samples: under ThreadSanitizer the allocations are far enough apart to add one.
+  RunResult r = record(dir, {program("forker")}, {{"CUPROBE_MEM_SAMPLE_MS", "0"}});
   ASSERT_EQ(r.status, 0) << r.err;
   auto lines = dump(dir);
   auto procs = of_type(lines, "process");
