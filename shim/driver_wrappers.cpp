@@ -120,7 +120,8 @@ extern "C" {
 __attribute__((visibility("hidden"))) void* cuprobe_real_dlsym = nullptr;
 }
 
-extern "C" __attribute__((visibility("hidden"))) void* cuprobe_dlsym_init() {
+// Not instrumented by ThreadSanitizer: see real_dlsym_address.
+extern "C" __attribute__((visibility("hidden"), no_sanitize("thread"))) void* cuprobe_dlsym_init() {
   void* p = __atomic_load_n(&cuprobe_real_dlsym, __ATOMIC_ACQUIRE);
   if (p == nullptr) {
     p = real_dlsym_address();

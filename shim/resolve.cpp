@@ -125,7 +125,9 @@ bool in_shim(const void* p) {
   return a >= __atomic_load_n(&g_self_lo, __ATOMIC_RELAXED) && a < __atomic_load_n(&g_self_hi, __ATOMIC_ACQUIRE);
 }
 
-void* real_dlsym_address() {
+// Not instrumented by ThreadSanitizer: its runtime looks its own functions up through dlsym (the
+// shim's, dlsym_stub.S) while it initializes, before an instrumented function may run.
+__attribute__((no_sanitize("thread"))) void* real_dlsym_address() {
   auto fn = __atomic_load_n(&g_dlsym, __ATOMIC_ACQUIRE);
   if (fn != nullptr) return reinterpret_cast<void*>(fn);
   // glibc 2.34 moved dlsym into libc under a new version and kept the old one; older ones have

@@ -71,6 +71,7 @@ struct Python {
   bool ok;
 };
 Python g_py;
+// 0: not probed, 1: a thread is probing (only it writes g_py and g_layout), 2: probed.
 uint32_t g_py_probed;
 
 template <typename F>
@@ -295,10 +296,16 @@ int python_frames_raw(trace::PyFrame* out) {
 }
 
 int python_frames(trace::PyFrame* out) {
-  if (!__atomic_load_n(&g_py_probed, __ATOMIC_ACQUIRE)) {
-    probe_python();  // dlsym only; racing threads find the same answers
+  if (__atomic_load_n(&g_py_probed, __ATOMIC_ACQUIRE) != 2) {
+    // One thread probes; one that comes meanwhile takes no Python frames this once rather than
+    // wait (the prober may be waiting for the loader lock, which the caller may hold).
+    uint32_t expected = 0;
+    if (!__atomic_compare_exchange_n(&g_py_probed, &expected, 1u, false, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
+      return 0;
+    }
+    probe_python();  // dlsym only
     pick_layout();
-    __atomic_store_n(&g_py_probed, 1u, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_py_probed, 2u, __ATOMIC_RELEASE);
   }
   if (!g_py.ok || !g_py.is_initialized()) return 0;
   if (g_py.gil_check() != 1) return python_frames_raw(out);
@@ -464,6 +471,8 @@ void stacks_configure() {
 }
 
 void stacks_after_fork() {
+  // A probe another thread had under way when the process forked never ends in the child.
+  if (__atomic_load_n(&g_py_probed, __ATOMIC_RELAXED) == 1) __atomic_store_n(&g_py_probed, 0u, __ATOMIC_RELAXED);
   memset(g_slots, 0, sizeof g_slots);
   g_next_id = 1;
   g_n_modules = 0;
