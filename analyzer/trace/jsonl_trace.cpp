@@ -731,8 +731,70 @@ class JsonlTrace : public Trace {
     std::stable_sort(events_.begin(), events_.end(), [](const Stored& a, const Stored& b) {
       return a.ts_ns != b.ts_ns ? a.ts_ns < b.ts_ns : a.tid < b.tid;
     });
+    drop_impossible_times();
     if (thread_count_ == 0) thread_count_ = threads_.size();
     if (!has_process_) note("no process line: this process's calls came without one");
+  }
+
+  // Calls at a time the process cannot have made them (a damaged or hand-edited line: one call
+  // 146 years on stretches the run and hides every rate), as the binary reader does: before the
+  // process started (a minute's margin), after it ended (an hour's margin, or its span again),
+  // or, for a process that never ended, after a gap of more than an hour and ten times
+  // everything before it. Left out and counted; when more than half the calls would go, it is
+  // the process line's times that are wrong, and every call is kept.
+  void drop_impossible_times() {
+    if (events_.empty()) return;
+    constexpr uint64_t kMinute = 60'000'000'000ull, kHour = 3'600'000'000'000ull;
+    uint64_t lo = 0, hi = UINT64_MAX;
+    if (has_process_ && start_mono_ns_ != 0) {
+      lo = start_mono_ns_ > kMinute ? start_mono_ns_ - kMinute : 0;
+      if (end_mono_ns_ > start_mono_ns_) {
+        uint64_t margin = std::max(kHour, end_mono_ns_ - start_mono_ns_);
+        hi = end_mono_ns_ + margin < end_mono_ns_ ? UINT64_MAX : end_mono_ns_ + margin;
+      }
+    }
+    auto inside = [&](const Stored& e) { return e.ts_ns >= lo && e.ts_ns <= hi && e.dur_ns <= hi - e.ts_ns; };
+    size_t first = 0, end = events_.size();
+    while (first < end && !inside(events_[first])) ++first;
+    while (end > first && !inside(events_[end - 1])) --end;
+    // The calls are sorted: a far tail after a long quiet gap.
+    if (hi == UINT64_MAX) {
+      while (end - first >= 2) {
+        uint64_t gap = events_[end - 1].ts_ns - events_[end - 2].ts_ns;
+        uint64_t before = events_[end - 2].ts_ns - events_[first].ts_ns;
+        if (gap <= kHour || gap / 10 <= before) break;
+        --end;
+      }
+    }
+    size_t kept = 0;
+    for (size_t i = first; i < end; ++i) kept += inside(events_[i]) ? 1 : 0;
+    size_t dropped = events_.size() - kept;
+    if (dropped == 0) return;
+    if (dropped * 2 > events_.size()) {
+      note(fmt::format("the process line's start and end times do not fit {} of the {} calls; times may be wrong",
+                       dropped, events_.size()));
+      return;
+    }
+    std::vector<Stored> keep;
+    keep.reserve(kept);
+    last_event_ns_ = 0;
+    uint64_t example = 0;
+    bool have_example = false;
+    for (size_t i = 0; i < events_.size(); ++i) {
+      if (i < first || i >= end || !inside(events_[i])) {
+        if (!have_example) example = events_[i].ts_ns;
+        have_example = true;
+        continue;
+      }
+      keep.push_back(events_[i]);
+      last_event_ns_ = std::max(last_event_ns_, events_[i].ts_ns + events_[i].dur_ns);
+    }
+    events_ = std::move(keep);
+    note(fmt::format("{} call{} at a time outside the process's run (for example ts_ns {}) left out: the line is "
+                     "damaged",
+                     dropped, dropped == 1 ? "" : "s", example));
+    damaged_records_ += dropped;
+    ignored_events_ += dropped;
   }
 
   void for_each_event(const std::function<void(const Event&)>& fn) const override {

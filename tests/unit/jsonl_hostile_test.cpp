@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -499,4 +501,35 @@ TEST(JsonlHostile, TwoHundredHostileFiles) {
 }
 
 }  // namespace
+
+// One call at an impossible time (a damaged line) must not stretch the run and hide every rate:
+// it is left out and counted, as the binary reader does; a process that never ended loses only
+// a far tail after a long quiet gap.
+TEST(JsonlHostile, CallsAtImpossibleTimesAreLeftOutAndCounted) {
+  std::string base =
+      "{\"type\":\"process\",\"pid\":7,\"start_ns\":1000000000,\"end_ns\":2000000000,\"state\":\"exited\"}\n";
+  std::string calls;
+  for (int i = 0; i < 20; ++i) {
+    calls += fmt::format("{{\"type\":\"call\",\"api\":\"cudaStreamSynchronize\",\"pid\":7,\"tid\":7,"
+                         "\"ts_ns\":{},\"dur_ns\":1000}}\n",
+                         1000000000 + i * 10000000);
+  }
+  std::string absurd =
+      "{\"type\":\"call\",\"api\":\"cudaStreamSynchronize\",\"pid\":7,\"tid\":7,\"ts_ns\":9223372036854775808}\n";
+  for (bool ended : {true, false}) {
+    std::string head = ended ? base : "{\"type\":\"process\",\"pid\":7,\"start_ns\":1000000000,\"state\":\"incomplete\"}\n";
+    auto traces = reader::read_jsonl_text(head + calls + absurd, "absurd.jsonl");
+    ASSERT_TRUE(traces) << traces.error().message;
+    const reader::Trace& t = *(*traces)[0];
+    int n = 0;
+    t.for_each_event([&](const reader::Event&) { ++n; });
+    EXPECT_EQ(n, 20) << "ended " << ended;
+    EXPECT_EQ(t.ignored_events(), 1u);
+    EXPECT_EQ(t.last_event_ns(), 1000000000u + 19 * 10000000 + 1000);
+    bool named = false;
+    for (const auto& d : t.diagnostics()) named = named || d.find("1 call at a time outside the process's run") != std::string::npos;
+    EXPECT_TRUE(named);
+  }
+}
+
 }  // namespace cuprobe
