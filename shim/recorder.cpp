@@ -344,25 +344,22 @@ int create_trace_file(char* path, size_t cap) {
 
 void fatal_signal_handler(int sig, siginfo_t* info, void* ucontext);
 
+void install_signal_handler(int sig) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = fatal_signal_handler;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  sigaction(sig, &sa, &g_old_actions[sig]);
+}
+
 void install_signal_handlers() {
-  for (int sig : kFatalSignals) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = fatal_signal_handler;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    sigaction(sig, &sa, &g_old_actions[sig]);
-  }
+  for (int sig : kFatalSignals) install_signal_handler(sig);
   for (int sig : kEndSignals) {
     struct sigaction current;
     if (sigaction(sig, nullptr, &current) != 0) continue;
     if ((current.sa_flags & SA_SIGINFO) || current.sa_handler != SIG_DFL) continue;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = fatal_signal_handler;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    sigaction(sig, &sa, &g_old_actions[sig]);
+    install_signal_handler(sig);
   }
 }
 
