@@ -37,6 +37,13 @@ Options:
   --color / --no-color colour the report (default: only on a terminal)
   -h, --help           this text
 
+Traces are read as untrusted input: a damaged, truncated or half-copied trace is read as far as
+it can be, and what was left out (records with impossible lengths, calls at impossible times,
+calls of APIs the trace does not describe, lines that are not JSON, entries of a run directory
+that are not regular files) is listed as notes ("warnings" in --json). A trace that lacks calls
+(dropped at the size limit or on a full disk) or holds damaged records also gives a
+trace-integrity finding: the other findings, and their absence, rest on part of the run.
+
 Exit status: 0 no finding at or above --fail-on, 1 findings, 2 usage error or unreadable input.
 )";
 

@@ -41,6 +41,11 @@ recorded call stack carries "stack": the id of a "stack" line, which lists the i
 frames (file, function, line) and the native frames, symbolized here from the binaries (function,
 and file:line where they have debug information).
 
+What cannot be read (damaged records, calls at impossible times, a file that changed while it
+was read, entries of a run directory that are not regular files) is reported on standard error,
+naming the file and where; the exit status is 2 only when nothing at all could be read. Text
+that is not UTF-8 in the trace (a Latin-1 command line) is written with U+FFFD in its place.
+
 Options:
   --api NAME[,NAME...]  only calls of these APIs
   --pid PID             only this process
