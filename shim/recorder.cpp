@@ -845,7 +845,6 @@ void write_property(trace::Property key, int64_t value) {
   }
 }
 
-const char* trace_path() { return g_trace.path; }
 
 trace::FileHeader* trace_header() { return __atomic_load_n(&g_trace.hdr, __ATOMIC_ACQUIRE); }
 

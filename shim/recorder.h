@@ -90,8 +90,6 @@ class MetaWriter {
 uint32_t intern_string(const char* s);  // 0 for nullptr
 void write_property(trace::Property key, int64_t value);
 
-// Path of this process's trace file ("" before the first event).
-const char* trace_path();
 // The mapped header of this process's trace file, nullptr before it exists.
 trace::FileHeader* trace_header();
 // CLOCK_MONOTONIC when the shim was configured (or the process forked).

@@ -160,8 +160,4 @@ void* resolve_slot(ApiId id) {
   return p;
 }
 
-const char* library_path(trace::Library lib) {
-  return __atomic_load_n(&g_libs[int(lib)].handle, __ATOMIC_ACQUIRE) ? g_libs[int(lib)].path : "";
-}
-
 }  // namespace cuprobe::shim

@@ -33,7 +33,4 @@ bool in_shim(const void* p);
 void* real_dlsym(void* handle, const char* name);
 void* real_dlsym_address();
 
-// Path of the mapped copy of `lib` that calls are forwarded to ("" when none was found yet).
-const char* library_path(trace::Library lib);
-
 }  // namespace cuprobe::shim

@@ -156,13 +156,6 @@ uint64_t layer_key(const std::string& problem) {
   return std::hash<std::string>()(key) | 1;  // never 0
 }
 
-std::string human_bytes(uint64_t n) {
-  if (n >= (1ull << 30)) return fmt::format("{:.2f} GiB", double(n) / double(1ull << 30));
-  if (n >= (1ull << 20)) return fmt::format("{:.1f} MiB", double(n) / double(1ull << 20));
-  if (n >= (1ull << 10)) return fmt::format("{:.1f} KiB", double(n) / double(1ull << 10));
-  return fmt::format("{} B", n);
-}
-
 std::string torch_bytes(uint64_t n) {
   if (n >= (1ull << 30)) return fmt::format("{:.2f} GiB", double(n) / double(1ull << 30));
   if (n >= (1ull << 20)) return fmt::format("{:.2f} MiB", double(n) / double(1ull << 20));

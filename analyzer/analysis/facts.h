@@ -8,6 +8,8 @@
 // (allocations, open searches) and by the number of distinct problems, not by the trace length.
 #pragma once
 
+#include "bytes_text.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -200,7 +202,7 @@ struct ProblemShape {
 };
 ProblemShape parse_problem(const std::string& problem);
 
-std::string human_bytes(uint64_t n);
+using cuprobe::human_bytes;  // bytes_text.h
 // Bytes as PyTorch's format_size prints them ("8.00 GiB", "20.00 MiB"), for sizes its messages state.
 std::string torch_bytes(uint64_t n);
 // The size PyTorch's caching allocator asks the device for, and names in its out-of-memory

@@ -28,6 +28,7 @@
 
 #include <fmt/format.h>
 
+#include "bytes_text.h"
 #include "cli.h"
 #include "fault_plan.h"
 #include "faults/plan_builder.h"
@@ -485,13 +486,6 @@ void forward_signal(int sig, siginfo_t* info, void*) {
 std::string signal_name(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
-}
-
-std::string human_bytes(uint64_t n) {
-  if (n >= (1ull << 30)) return fmt::format("{:.1f} GiB", double(n) / double(1ull << 30));
-  if (n >= (1ull << 20)) return fmt::format("{:.1f} MiB", double(n) / double(1ull << 20));
-  if (n >= (1ull << 10)) return fmt::format("{:.1f} KiB", double(n) / double(1ull << 10));
-  return fmt::format("{} B", n);
 }
 
 // Why no process wrote a trace, as well as can be told afterwards (`changed`: what is wrong with

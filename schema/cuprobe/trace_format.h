@@ -169,7 +169,6 @@ struct CallRecord {
 };
 static_assert(sizeof(CallRecord) == 24);
 inline constexpr int kMaxCallArgs = 16;
-inline constexpr uint32_t kMaxCallRecordSize = sizeof(CallRecord) + 8 * (4 + kMaxCallArgs);
 
 // Library an API belongs to.
 // kTorch: functions of PyTorch's own libraries (libc10.so) that report what the CUDA libraries
