@@ -2,6 +2,8 @@
 // small helpers every subcommand uses. Subcommands live in cmds/, one file each.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -31,7 +33,39 @@ std::string self_dir();
 // libcuprobe.so: $CUPROBE_SHIM, else <self_dir>/../lib/cuprobe/libcuprobe.so.
 std::string shim_path();
 
-// Parses a non-negative integer option value or throws UsageError naming the option.
+// Parses a non-negative integer option value or throws UsageError naming the option (options.cpp).
 unsigned long long parse_count(const std::string& option, const std::string& value);
+
+// The one option parser of every subcommand (options.cpp, on CLI11). Options take their value as
+// "--opt VALUE" or "--opt=VALUE" (short ones as "-o VALUE" or "-oVALUE"; flags cluster, "-qo DIR"),
+// anywhere among the operands, and "--" ends them. Each option's action runs as it is read, in
+// command-line order, so a later option overrides an earlier one and the first bad value is the
+// one reported. -h and --help print the subcommand's own help text. A bad command line throws
+// UsageError naming the option ("unknown option '--jsn' (did you mean --json?)",
+// "--max-mb needs a value").
+class OptionParser {
+ public:
+  // `help` is printed, as it is, for -h and --help (main names the subcommand in errors).
+  explicit OptionParser(std::string help);
+  ~OptionParser();
+  OptionParser(const OptionParser&) = delete;
+  OptionParser& operator=(const OptionParser&) = delete;
+
+  // A flag without a value; `names` as "-q,--quiet" or "--json".
+  void flag(const std::string& names, std::function<void()> action);
+  // An option with one value; repeatable, `action` runs once per occurrence.
+  void value(const std::string& names, std::function<void(const std::string&)> action);
+  // Options end at the first operand: it and every argument after it are operands, untouched
+  // (`cuprobe record [options] COMMAND ARGS...` passes ARGS to COMMAND whatever they look like).
+  void stop_at_first_operand();
+
+  // Parses `args` (without the subcommand's name) and stores the operands in order. Returns
+  // false when -h or --help printed the help text: the subcommand then exits with status 0.
+  bool parse(const Args& args, std::vector<std::string>* operands);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace cuprobe::cli

@@ -1,5 +1,6 @@
-// Entry point of the `cuprobe` command: dispatches to one subcommand (cmds/*.cpp) and turns
-// usage errors into exit status 2 with a message naming the bad input.
+// Entry point of the `cuprobe` command: dispatches to one subcommand (cmds/*.cpp), each of which
+// reads its options with OptionParser (options.cpp), and turns usage errors into exit status 2
+// with a message naming the bad input.
 #include <unistd.h>
 
 #include <cstdio>
@@ -24,17 +25,6 @@ std::string self_dir() {
 std::string shim_path() {
   if (const char* env = std::getenv("CUPROBE_SHIM"); env != nullptr && *env != 0) return env;
   return (std::filesystem::path(self_dir()) / ".." / "lib" / "cuprobe" / "libcuprobe.so").lexically_normal().string();
-}
-
-unsigned long long parse_count(const std::string& option, const std::string& value) {
-  if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
-    throw UsageError(fmt::format("{} expects a non-negative whole number, got '{}'", option, value));
-  }
-  try {
-    return std::stoull(value);
-  } catch (const std::exception&) {
-    throw UsageError(fmt::format("{} value '{}' is out of range", option, value));
-  }
 }
 
 }  // namespace cuprobe::cli
@@ -85,10 +75,12 @@ int main(int argc, char** argv) {
     if (cmd == "analyze") return cmd_analyze(args);
     if (cmd == "rules") return cmd_rules(args);
     if (cmd == "explain") return cmd_explain(args);
-    throw UsageError(fmt::format("unknown command '{}'", cmd));
+    fmt::print(stderr, "cuprobe: unknown {} '{}'; see cuprobe --help\n", cmd.rfind('-', 0) == 0 ? "option" : "command",
+               cmd);
+    return kExitUsage;
   } catch (const UsageError& e) {
-    fmt::print(stderr, "cuprobe {}: {}\nRun 'cuprobe {} --help' for usage.\n", cmd, e.what(),
-               cmd.rfind('-', 0) == 0 ? std::string("") : cmd);
+    // One line: what is wrong, naming the option, and where the usage is.
+    fmt::print(stderr, "cuprobe {}: {}; see cuprobe {} --help\n", cmd, e.what(), cmd);
     return kExitUsage;
   } catch (const std::exception& e) {
     fmt::print(stderr, "cuprobe {}: {}\n", cmd, e.what());

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Shim overhead per call: runs bench/shim_overhead under the shim and prints, per benchmark,
-# the median direct and hooked times and their difference. Usage: bench/overhead.sh [BUILD_DIR]
+# the median direct and hooked times and their difference.
+# Usage: bench/overhead.sh [BUILD_DIR [BENCHMARK OPTIONS...]], e.g. --benchmark_filter=Backend;
+# OVERHEAD_JSON=FILE keeps Google Benchmark's JSON output (bench/overhead_ab.sh reads it).
 set -euo pipefail
 build="${1:-$(cd "$(dirname "$0")/.." && pwd)/build}"
+shift || true
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 LD_PRELOAD="$build/lib/cuprobe/libcuprobe.so" CUPROBE_OUT="$out/trace" CUPROBE_MAX_MB=65536 \
   "$build/bin/shim_overhead" --benchmark_repetitions=5 --benchmark_min_time=0.2 \
-  --benchmark_report_aggregates_only=true --benchmark_format=json >"$out/result.json"
+  --benchmark_report_aggregates_only=true --benchmark_format=json "$@" >"$out/result.json"
+if [ -n "${OVERHEAD_JSON:-}" ]; then cp "$out/result.json" "$OVERHEAD_JSON"; fi
 python3 - "$out/result.json" <<'PY'
 import json, sys, collections
 rows = collections.defaultdict(dict)

@@ -36,6 +36,8 @@ target_include_directories(cuprobe_cuda_headers SYSTEM INTERFACE ${CUDART_INCLUD
 find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
+# The option parser of every `cuprobe` subcommand (analyzer/options.cpp); header-only.
+find_package(CLI11 2.1 REQUIRED)
 if(CUPROBE_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

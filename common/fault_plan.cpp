@@ -16,7 +16,7 @@ struct Group {
   bool (*has)(int api);
 };
 
-bool flag(int api, uint32_t f) { return (kApis[api].flags & f) != 0; }
+bool flag(int api, uint64_t f) { return (kApis[api].flags & f) != 0; }
 bool faultable(int api) { return flag(api, trace::kApiFaultable); }
 bool is_cudnn(int api) { return kApis[api].library == trace::Library::kCudnn; }
 bool named(int api, ApiId id) { return kApis[api].sig == id; }

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api.h"
+#include "cuprobe/api_table.h"
 #include "safe_regex.h"
 
 namespace cuprobe::faults {

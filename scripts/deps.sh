@@ -8,8 +8,8 @@
 #   scripts/deps.sh --fuzz   also clang with libFuzzer, for scripts/fuzz.sh
 set -euo pipefail
 
-packages=(cmake ninja-build g++ binutils pkg-config python3 libfmt-dev nlohmann-json3-dev libunwind-dev
-          libgtest-dev libgmock-dev libbenchmark-dev)
+packages=(cmake ninja-build g++ binutils pkg-config python3 libfmt-dev nlohmann-json3-dev libcli11-dev
+          libunwind-dev libgtest-dev libgmock-dev libbenchmark-dev)
 fuzz=0
 if [ "${1:-}" = "--fuzz" ]; then
   fuzz=1

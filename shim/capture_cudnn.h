@@ -2,7 +2,7 @@
 // that needs more than the common fields. Descriptor calls (quiet) update the mirror and write
 // an event only when they fail or matter (an operation graph or plan finalized, heuristics
 // results); executions, algorithm queries and workspace queries are always events, naming
-// their problem by its interned signature (field `problem`) and hash (`problem_hash`).
+// their problem by its id (field `problem`, a ProblemRecord of the trace).
 #pragma once
 
 #include <cudnn.h>
@@ -110,7 +110,7 @@ struct Capture<ApiId::cudnnBackendSetAttribute> {
 
 template <>
 struct Capture<ApiId::cudnnBackendGetAttribute> {
-  static constexpr const char* kFields = "desc:u,kind:i,attr:i,count:i,problem:s,problem_hash:x";
+  static constexpr const char* kFields = "desc:u,kind:i,attr:i,count:i,problem:q";
   static void after(CallWriter& w, cudnnStatus_t r, cudnnBackendDescriptor_t const d, cudnnBackendAttributeName_t name,
                     cudnnBackendAttributeType_t, int64_t, int64_t* count, void* elements) {
     DescEntry* e = desc_find(d);
@@ -121,15 +121,14 @@ struct Capture<ApiId::cudnnBackendGetAttribute> {
     w.i(e ? e->kind : -1);
     w.i(name);
     w.i(n);
-    w.u(p.sid);
-    w.u(p.hash);
+    w.u(p.id);
   }
 };
 
 template <>
 struct Capture<ApiId::cudnnBackendFinalize> {
   static constexpr const char* kFields =
-      "desc:u,kind:i,problem:s,problem_hash:x,engine:i,knobs:s,workspace:u,notes:x,behavior:x,align:u";
+      "desc:u,kind:i,problem:q,engine:i,knobs:k,workspace:u,notes:x,behavior:x,align:u";
   static void after(CallWriter& w, cudnnStatus_t r, cudnnBackendDescriptor_t d) {
     DescEntry* e = desc_find(d);
     if (e && mirror_finalize(*e, d, r)) w.emit();
@@ -140,22 +139,21 @@ struct Capture<ApiId::cudnnBackendFinalize> {
     int64_t align = 0;
     if (e && e->kind == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) {
       const PlanState& plan = e->u.plan;
-      p = ProblemRef{plan.problem_sid, plan.problem_hash};
+      p = ProblemRef{plan.problem_id, plan.problem_hash};
       engine = plan.engine;
-      knobs = plan.knobs_sid;
+      knobs = plan.knobs_id;
       workspace = plan.workspace;
       notes = plan.notes;
       behavior = plan.behavior;
       align = plan.min_alignment;
       on_handle(w, plan.handle);
     } else if (e && e->kind == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) {
-      p = ProblemRef{e->u.graph.problem_sid, e->u.graph.problem_hash};
+      p = ProblemRef{e->u.graph.problem_id, e->u.graph.problem_hash};
       align = e->u.graph.min_alignment;
     }
     w.u(e ? e->id : 0);
     w.i(e ? e->kind : -1);
-    w.u(p.sid);
-    w.u(p.hash);
+    w.u(p.id);
     w.i(engine);
     w.u(knobs);
     w.u(workspace);
@@ -190,7 +188,7 @@ struct FaultProbe<ApiId::cudnnBackendFinalize> {
       c.engine = e->u.engine.global_index;
     }
     if (link != nullptr) {
-      c.problem_sid = link->sid;
+      c.problem_id = link->id;
       c.problem_hash = link->hash;
     }
   }
@@ -198,7 +196,7 @@ struct FaultProbe<ApiId::cudnnBackendFinalize> {
 
 template <>
 struct Capture<ApiId::cudnnBackendExecute> {
-  static constexpr const char* kFields = "plan:u,problem:s,problem_hash:x,engine:i,knobs:s,workspace:u,ws_ptr:p,align:u";
+  static constexpr const char* kFields = "plan:u,problem:q,engine:i,knobs:k,workspace:u,ws_ptr:p,align:u";
   static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, cudnnBackendDescriptor_t plan_desc,
                     cudnnBackendDescriptor_t pack_desc) {
     on_handle(w, h);
@@ -207,10 +205,9 @@ struct Capture<ApiId::cudnnBackendExecute> {
     bool is_plan = plan && plan->kind == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR;
     bool is_pack = pack && pack->kind == CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR;
     w.u(plan ? plan->id : 0);
-    w.u(is_plan ? plan->u.plan.problem_sid : 0);
-    w.u(is_plan ? plan->u.plan.problem_hash : 0);
+    w.u(is_plan ? plan->u.plan.problem_id : 0);
     w.i(is_plan ? plan->u.plan.engine : -1);
-    w.u(is_plan ? plan->u.plan.knobs_sid : 0);
+    w.u(is_plan ? plan->u.plan.knobs_id : 0);
     w.u(is_plan ? plan->u.plan.workspace : 0);
     w.p(is_pack ? pack->u.pack.workspace : nullptr);
     w.u(is_pack ? pack->u.pack.min_alignment : 0);
@@ -489,16 +486,15 @@ struct Capture<ApiId::cudnnSetSpatialTransformerNdDescriptor> {
 
 // ---- legacy algorithm queries and searches ---------------------------------------------------
 
-inline constexpr const char* kAlgoFields = "problem:s,problem_hash:x,returned:i,best:i,results:s,math:i";
+inline constexpr const char* kAlgoFields = "problem:q,returned:i,best:i,results:r,math:i";
 
 template <typename Perf>
 void algo_results(CallWriter& w, cudnnStatus_t r, ProblemRef p, const int* returned, const Perf* perf, int math) {
   int n = (r == CUDNN_STATUS_SUCCESS && returned) ? *returned : 0;
-  w.u(p.sid);
-  w.u(p.hash);
+  w.u(p.id);
   w.i(n);
   w.i(n > 0 && perf ? int(perf[0].algo) : -1);
-  w.u(n > 0 ? perf_results_string(perf, n) : 0);
+  w.u(n > 0 ? algo_results(perf, n) : 0);
   w.i(math);
 }
 
@@ -509,7 +505,7 @@ struct Capture<ApiId::cudnnGetConvolutionForwardAlgorithm_v7> {
                     const cudnnFilterDescriptor_t wd, const cudnnConvolutionDescriptor_t c, const cudnnTensorDescriptor_t y,
                     const int, int* returned, cudnnConvolutionFwdAlgoPerf_t* perf) {
     on_handle(w, h);
-    algo_results(w, r, legacy_conv_problem("conv_fwd", x, wd, c, y), returned, perf, legacy_math_type(c));
+    algo_results(w, r, legacy_conv_problem(ProblemOp::kConvFwd, x, wd, c, y), returned, perf, legacy_math_type(c));
   }
 };
 
@@ -520,7 +516,7 @@ struct Capture<ApiId::cudnnGetConvolutionBackwardDataAlgorithm_v7> {
                     const cudnnTensorDescriptor_t dy, const cudnnConvolutionDescriptor_t c, const cudnnTensorDescriptor_t dx,
                     const int, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
     on_handle(w, h);
-    algo_results(w, r, legacy_conv_problem("conv_dgrad", dy, wd, c, dx), returned, perf, legacy_math_type(c));
+    algo_results(w, r, legacy_conv_problem(ProblemOp::kConvDgrad, dy, wd, c, dx), returned, perf, legacy_math_type(c));
   }
 };
 
@@ -531,7 +527,7 @@ struct Capture<ApiId::cudnnGetConvolutionBackwardFilterAlgorithm_v7> {
                     const cudnnTensorDescriptor_t dy, const cudnnConvolutionDescriptor_t c, const cudnnFilterDescriptor_t dw,
                     const int, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
     on_handle(w, h);
-    algo_results(w, r, legacy_conv_problem("conv_wgrad", x, dy, c, dw), returned, perf, legacy_math_type(c));
+    algo_results(w, r, legacy_conv_problem(ProblemOp::kConvWgrad, x, dy, c, dw), returned, perf, legacy_math_type(c));
   }
 };
 
@@ -544,7 +540,7 @@ template <>
 struct Capture<ApiId::cudnnFindConvolutionBackwardFilterAlgorithm>
     : Capture<ApiId::cudnnGetConvolutionBackwardFilterAlgorithm_v7> {};
 
-inline constexpr const char* kFindExFields = "problem:s,problem_hash:x,returned:i,best:i,results:s,math:i,workspace:u,ws_ptr:p";
+inline constexpr const char* kFindExFields = "problem:q,returned:i,best:i,results:r,math:i,workspace:u,ws_ptr:p";
 
 template <>
 struct Capture<ApiId::cudnnFindConvolutionForwardAlgorithmEx> {
@@ -554,7 +550,7 @@ struct Capture<ApiId::cudnnFindConvolutionForwardAlgorithmEx> {
                     const cudnnTensorDescriptor_t y, void*, const int, int* returned,
                     cudnnConvolutionFwdAlgoPerf_t* perf, void* ws, size_t ws_size) {
     on_handle(w, h);
-    algo_results(w, r, legacy_conv_problem("conv_fwd", x, wd, c, y), returned, perf, legacy_math_type(c));
+    algo_results(w, r, legacy_conv_problem(ProblemOp::kConvFwd, x, wd, c, y), returned, perf, legacy_math_type(c));
     w.u(ws_size);
     w.p(ws);
   }
@@ -568,7 +564,7 @@ struct Capture<ApiId::cudnnFindConvolutionBackwardDataAlgorithmEx> {
                     const cudnnTensorDescriptor_t dx, void*, const int, int* returned,
                     cudnnConvolutionBwdDataAlgoPerf_t* perf, void* ws, size_t ws_size) {
     on_handle(w, h);
-    algo_results(w, r, legacy_conv_problem("conv_dgrad", dy, wd, c, dx), returned, perf, legacy_math_type(c));
+    algo_results(w, r, legacy_conv_problem(ProblemOp::kConvDgrad, dy, wd, c, dx), returned, perf, legacy_math_type(c));
     w.u(ws_size);
     w.p(ws);
   }
@@ -582,7 +578,7 @@ struct Capture<ApiId::cudnnFindConvolutionBackwardFilterAlgorithmEx> {
                     const cudnnFilterDescriptor_t dw, void*, const int, int* returned,
                     cudnnConvolutionBwdFilterAlgoPerf_t* perf, void* ws, size_t ws_size) {
     on_handle(w, h);
-    algo_results(w, r, legacy_conv_problem("conv_wgrad", x, dy, c, dw), returned, perf, legacy_math_type(c));
+    algo_results(w, r, legacy_conv_problem(ProblemOp::kConvWgrad, x, dy, c, dw), returned, perf, legacy_math_type(c));
     w.u(ws_size);
     w.p(ws);
   }
@@ -590,11 +586,10 @@ struct Capture<ApiId::cudnnFindConvolutionBackwardFilterAlgorithmEx> {
 
 // ---- workspace queries -----------------------------------------------------------------------
 
-inline constexpr const char* kWorkspaceQueryFields = "problem:s,problem_hash:x,algo:i,size:u";
+inline constexpr const char* kWorkspaceQueryFields = "problem:q,algo:i,size:u";
 
 inline void workspace_answer(CallWriter& w, cudnnStatus_t r, ProblemRef p, int algo, const size_t* size) {
-  w.u(p.sid);
-  w.u(p.hash);
+  w.u(p.id);
   w.i(algo);
   w.u(r == CUDNN_STATUS_SUCCESS && size ? *size : 0);
 }
@@ -606,7 +601,7 @@ struct Capture<ApiId::cudnnGetConvolutionForwardWorkspaceSize> {
                     const cudnnFilterDescriptor_t wd, const cudnnConvolutionDescriptor_t c, const cudnnTensorDescriptor_t y,
                     cudnnConvolutionFwdAlgo_t algo, size_t* size) {
     on_handle(w, h);
-    workspace_answer(w, r, legacy_conv_problem("conv_fwd", x, wd, c, y), algo, size);
+    workspace_answer(w, r, legacy_conv_problem(ProblemOp::kConvFwd, x, wd, c, y), algo, size);
   }
 };
 
@@ -617,7 +612,7 @@ struct Capture<ApiId::cudnnGetConvolutionBackwardDataWorkspaceSize> {
                     const cudnnTensorDescriptor_t dy, const cudnnConvolutionDescriptor_t c, const cudnnTensorDescriptor_t dx,
                     cudnnConvolutionBwdDataAlgo_t algo, size_t* size) {
     on_handle(w, h);
-    workspace_answer(w, r, legacy_conv_problem("conv_dgrad", dy, wd, c, dx), algo, size);
+    workspace_answer(w, r, legacy_conv_problem(ProblemOp::kConvDgrad, dy, wd, c, dx), algo, size);
   }
 };
 
@@ -628,7 +623,7 @@ struct Capture<ApiId::cudnnGetConvolutionBackwardFilterWorkspaceSize> {
                     const cudnnTensorDescriptor_t dy, const cudnnConvolutionDescriptor_t c, const cudnnFilterDescriptor_t dw,
                     cudnnConvolutionBwdFilterAlgo_t algo, size_t* size) {
     on_handle(w, h);
-    workspace_answer(w, r, legacy_conv_problem("conv_wgrad", x, dy, c, dw), algo, size);
+    workspace_answer(w, r, legacy_conv_problem(ProblemOp::kConvWgrad, x, dy, c, dw), algo, size);
   }
 };
 
@@ -639,7 +634,7 @@ struct Capture<ApiId::cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize> 
                     const cudnnTensorDescriptor_t x, const cudnnTensorDescriptor_t, const cudnnTensorDescriptor_t,
                     const cudnnTensorDescriptor_t, const cudnnActivationDescriptor_t, size_t* size) {
     on_handle(w, h);
-    workspace_answer(w, r, legacy_bn_problem("bn_fwd_train", mode, ops, x), -1, size);
+    workspace_answer(w, r, legacy_bn_problem(ProblemOp::kBnFwdTrain, mode, ops, x), -1, size);
   }
 };
 
@@ -651,7 +646,7 @@ struct Capture<ApiId::cudnnGetBatchNormalizationBackwardExWorkspaceSize> {
                     const cudnnTensorDescriptor_t, const cudnnTensorDescriptor_t, const cudnnTensorDescriptor_t,
                     const cudnnActivationDescriptor_t, size_t* size) {
     on_handle(w, h);
-    workspace_answer(w, r, legacy_bn_problem("bn_bwd", mode, ops, x), -1, size);
+    workspace_answer(w, r, legacy_bn_problem(ProblemOp::kBnBwd, mode, ops, x), -1, size);
   }
 };
 
@@ -661,20 +656,19 @@ struct Capture<ApiId::cudnnGetBatchNormalizationTrainingExReserveSpaceSize> {
   static void after(CallWriter& w, cudnnStatus_t r, cudnnHandle_t h, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t ops,
                     const cudnnActivationDescriptor_t, const cudnnTensorDescriptor_t x, size_t* size) {
     on_handle(w, h);
-    workspace_answer(w, r, legacy_bn_problem("bn_fwd_train", mode, ops, x), -1, size);
+    workspace_answer(w, r, legacy_bn_problem(ProblemOp::kBnFwdTrain, mode, ops, x), -1, size);
   }
 };
 
 template <>
 struct Capture<ApiId::cudnnGetRNNTempSpaceSizes> {
-  static constexpr const char* kFields = "problem:s,problem_hash:x,size:u,reserve:u";
+  static constexpr const char* kFields = "problem:q,size:u,reserve:u";
   static void after(CallWriter& w, cudnnStatus_t r, cudnnHandle_t h, cudnnRNNDescriptor_t rnn, cudnnForwardMode_t mode,
                     cudnnRNNDataDescriptor_t x, size_t* ws, size_t* reserve) {
     on_handle(w, h);
-    ProblemRef p = legacy_rnn_problem("rnn", rnn, x, mode);
+    ProblemRef p = legacy_rnn_problem(ProblemOp::kRnn, rnn, x, mode);
     bool ok = r == CUDNN_STATUS_SUCCESS;
-    w.u(p.sid);
-    w.u(p.hash);
+    w.u(p.id);
     w.u(ok && ws ? *ws : 0);
     w.u(ok && reserve ? *reserve : 0);
   }
@@ -703,14 +697,13 @@ struct Capture<ApiId::cudnnGetCTCLossWorkspaceSize_v8> {
 
 // ---- legacy executions -----------------------------------------------------------------------
 
-inline constexpr const char* kConvExecFields = "problem:s,problem_hash:x,algo:i,workspace:u,ws_ptr:p,align:u,math:i";
+inline constexpr const char* kConvExecFields = "problem:q,algo:i,workspace:u,ws_ptr:p,align:u,math:i";
 
 inline void conv_exec(CallWriter& w, cudnnHandle_t h, ProblemRef p, int algo, size_t ws_size, const void* ws,
                       const void* a, const void* b, const void* out, const void* conv) {
   on_handle(w, h);
   const void* ptrs[4] = {a, b, out, ws};
-  w.u(p.sid);
-  w.u(p.hash);
+  w.u(p.id);
   w.i(algo);
   w.u(ws_size);
   w.p(ws);
@@ -725,7 +718,7 @@ struct Capture<ApiId::cudnnConvolutionForward> {
                     const void* x, const cudnnFilterDescriptor_t wd, const void* wp, const cudnnConvolutionDescriptor_t c,
                     cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_size, const void*,
                     const cudnnTensorDescriptor_t yd, void* y) {
-    conv_exec(w, h, legacy_conv_problem("conv_fwd", xd, wd, c, yd), algo, ws_size, ws, x, wp, y, c);
+    conv_exec(w, h, legacy_conv_problem(ProblemOp::kConvFwd, xd, wd, c, yd), algo, ws_size, ws, x, wp, y, c);
   }
 };
 
@@ -736,7 +729,7 @@ struct Capture<ApiId::cudnnConvolutionBackwardData> {
                     const void* wp, const cudnnTensorDescriptor_t dyd, const void* dy,
                     const cudnnConvolutionDescriptor_t c, cudnnConvolutionBwdDataAlgo_t algo, void* ws, size_t ws_size,
                     const void*, const cudnnTensorDescriptor_t dxd, void* dx) {
-    conv_exec(w, h, legacy_conv_problem("conv_dgrad", dyd, wd, c, dxd), algo, ws_size, ws, dy, wp, dx, c);
+    conv_exec(w, h, legacy_conv_problem(ProblemOp::kConvDgrad, dyd, wd, c, dxd), algo, ws_size, ws, dy, wp, dx, c);
   }
 };
 
@@ -747,7 +740,7 @@ struct Capture<ApiId::cudnnConvolutionBackwardFilter> {
                     const void* x, const cudnnTensorDescriptor_t dyd, const void* dy,
                     const cudnnConvolutionDescriptor_t c, cudnnConvolutionBwdFilterAlgo_t algo, void* ws,
                     size_t ws_size, const void*, const cudnnFilterDescriptor_t dwd, void* dw) {
-    conv_exec(w, h, legacy_conv_problem("conv_wgrad", xd, dyd, c, dwd), algo, ws_size, ws, x, dy, dw, c);
+    conv_exec(w, h, legacy_conv_problem(ProblemOp::kConvWgrad, xd, dyd, c, dwd), algo, ws_size, ws, x, dy, dw, c);
   }
 };
 
@@ -759,16 +752,15 @@ struct Capture<ApiId::cudnnConvolutionBiasActivationForward> {
                     cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_size, const void*, const cudnnTensorDescriptor_t,
                     const void*, const cudnnTensorDescriptor_t, const void*, const cudnnActivationDescriptor_t,
                     const cudnnTensorDescriptor_t yd, void* y) {
-    conv_exec(w, h, legacy_conv_problem("conv_fwd", xd, wd, c, yd, " +bias +act"), algo, ws_size, ws, x, wp, y, c);
+    conv_exec(w, h, legacy_conv_problem(ProblemOp::kConvFwd, xd, wd, c, yd, true), algo, ws_size, ws, x, wp, y, c);
   }
 };
 
-inline constexpr const char* kExecFields = "problem:s,problem_hash:x,workspace:u,ws_ptr:p,reserve:u";
+inline constexpr const char* kExecFields = "problem:q,workspace:u,ws_ptr:p,reserve:u";
 
 inline void exec_fields(CallWriter& w, cudnnHandle_t h, ProblemRef p, size_t ws_size, const void* ws, size_t reserve) {
   on_handle(w, h);
-  w.u(p.sid);
-  w.u(p.hash);
+  w.u(p.id);
   w.u(ws_size);
   w.p(ws);
   w.u(reserve);
@@ -782,7 +774,7 @@ struct Capture<ApiId::cudnnBatchNormalizationForwardTrainingEx> {
                     const cudnnTensorDescriptor_t, const void*, const cudnnTensorDescriptor_t, void*,
                     const cudnnTensorDescriptor_t, const void*, const void*, double, void*, void*, double, void*, void*,
                     cudnnActivationDescriptor_t, void* ws, size_t ws_size, void*, size_t reserve) {
-    exec_fields(w, h, legacy_bn_problem("bn_fwd_train", mode, ops, xd), ws_size, ws, reserve);
+    exec_fields(w, h, legacy_bn_problem(ProblemOp::kBnFwdTrain, mode, ops, xd), ws_size, ws, reserve);
   }
 };
 
@@ -795,7 +787,7 @@ struct Capture<ApiId::cudnnBatchNormalizationBackwardEx> {
                     const cudnnTensorDescriptor_t, void*, const cudnnTensorDescriptor_t, void*,
                     const cudnnTensorDescriptor_t, const void*, const void*, void*, void*, double, const void*,
                     const void*, cudnnActivationDescriptor_t, void* ws, size_t ws_size, void*, size_t reserve) {
-    exec_fields(w, h, legacy_bn_problem("bn_bwd", mode, ops, xd), ws_size, ws, reserve);
+    exec_fields(w, h, legacy_bn_problem(ProblemOp::kBnBwd, mode, ops, xd), ws_size, ws, reserve);
   }
 };
 
@@ -805,7 +797,7 @@ struct Capture<ApiId::cudnnBatchNormalizationForwardInference> {
   static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, cudnnBatchNormMode_t mode, const void*, const void*,
                     const cudnnTensorDescriptor_t xd, const void*, const cudnnTensorDescriptor_t, void*,
                     const cudnnTensorDescriptor_t, const void*, const void*, const void*, const void*, double) {
-    exec_fields(w, h, legacy_bn_problem("bn_fwd_infer", mode, -1, xd), 0, nullptr, 0);
+    exec_fields(w, h, legacy_bn_problem(ProblemOp::kBnFwdInfer, mode, -1, xd), 0, nullptr, 0);
   }
 };
 
@@ -816,7 +808,7 @@ struct Capture<ApiId::cudnnRNNForward> {
                     const int32_t*, cudnnRNNDataDescriptor_t xd, const void*, cudnnRNNDataDescriptor_t, void*,
                     cudnnTensorDescriptor_t, const void*, void*, cudnnTensorDescriptor_t, const void*, void*, size_t,
                     const void*, size_t ws_size, void* ws, size_t reserve, void*) {
-    exec_fields(w, h, legacy_rnn_problem("rnn_fwd", rnn, xd, mode), ws_size, ws, reserve);
+    exec_fields(w, h, legacy_rnn_problem(ProblemOp::kRnnFwd, rnn, xd, mode), ws_size, ws, reserve);
   }
 };
 
@@ -827,7 +819,7 @@ struct Capture<ApiId::cudnnRNNBackwardData_v8> {
                     cudnnRNNDataDescriptor_t, const void*, const void*, cudnnRNNDataDescriptor_t xd, void*,
                     cudnnTensorDescriptor_t, const void*, const void*, void*, cudnnTensorDescriptor_t, const void*,
                     const void*, void*, size_t, const void*, size_t ws_size, void* ws, size_t reserve, void*) {
-    exec_fields(w, h, legacy_rnn_problem("rnn_bwd_data", rnn, xd, -1), ws_size, ws, reserve);
+    exec_fields(w, h, legacy_rnn_problem(ProblemOp::kRnnBwdData, rnn, xd, -1), ws_size, ws, reserve);
   }
 };
 
@@ -838,7 +830,7 @@ struct Capture<ApiId::cudnnRNNBackwardWeights_v8> {
                     const int32_t*, cudnnRNNDataDescriptor_t xd, const void*, cudnnTensorDescriptor_t, const void*,
                     cudnnRNNDataDescriptor_t, const void*, size_t, void*, size_t ws_size, void* ws, size_t reserve,
                     void*) {
-    exec_fields(w, h, legacy_rnn_problem("rnn_bwd_weights", rnn, xd, -1), ws_size, ws, reserve);
+    exec_fields(w, h, legacy_rnn_problem(ProblemOp::kRnnBwdWeights, rnn, xd, -1), ws_size, ws, reserve);
   }
 };
 
@@ -847,7 +839,7 @@ struct Capture<ApiId::cudnnPoolingForward> {
   static constexpr const char* kFields = kExecFields;
   static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, const cudnnPoolingDescriptor_t pool, const void*,
                     const cudnnTensorDescriptor_t xd, const void*, const void*, const cudnnTensorDescriptor_t yd, void*) {
-    exec_fields(w, h, legacy_pool_problem("pool_fwd", pool, xd, yd), 0, nullptr, 0);
+    exec_fields(w, h, legacy_pool_problem(ProblemOp::kPoolFwd, pool, xd, yd), 0, nullptr, 0);
   }
 };
 
@@ -857,7 +849,7 @@ struct Capture<ApiId::cudnnPoolingBackward> {
   static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, const cudnnPoolingDescriptor_t pool, const void*,
                     const cudnnTensorDescriptor_t yd, const void*, const cudnnTensorDescriptor_t, const void*,
                     const cudnnTensorDescriptor_t xd, const void*, const void*, const cudnnTensorDescriptor_t, void*) {
-    exec_fields(w, h, legacy_pool_problem("pool_bwd", pool, xd, yd), 0, nullptr, 0);
+    exec_fields(w, h, legacy_pool_problem(ProblemOp::kPoolBwd, pool, xd, yd), 0, nullptr, 0);
   }
 };
 
@@ -887,7 +879,7 @@ struct Capture<ApiId::cudnnSpatialTfSamplerForward> {
   static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, cudnnSpatialTransformerDescriptor_t st, const void*,
                     const cudnnTensorDescriptor_t xd, const void*, const void*, const void*, cudnnTensorDescriptor_t yd,
                     void*) {
-    exec_fields(w, h, legacy_st_problem("st_sampler_fwd", st, xd, yd), 0, nullptr, 0);
+    exec_fields(w, h, legacy_st_problem(ProblemOp::kStSamplerFwd, st, xd, yd), 0, nullptr, 0);
   }
 };
 
@@ -897,7 +889,7 @@ struct Capture<ApiId::cudnnSpatialTfSamplerBackward> {
   static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, cudnnSpatialTransformerDescriptor_t st, const void*,
                     const cudnnTensorDescriptor_t xd, const void*, const void*, const cudnnTensorDescriptor_t, void*,
                     const void*, const cudnnTensorDescriptor_t dyd, const void*, const void*, const void*, void*) {
-    exec_fields(w, h, legacy_st_problem("st_sampler_bwd", st, xd, dyd), 0, nullptr, 0);
+    exec_fields(w, h, legacy_st_problem(ProblemOp::kStSamplerBwd, st, xd, dyd), 0, nullptr, 0);
   }
 };
 
@@ -906,7 +898,7 @@ struct Capture<ApiId::cudnnSpatialTfGridGeneratorForward> {
   static constexpr const char* kFields = kExecFields;
   static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, const cudnnSpatialTransformerDescriptor_t st,
                     const void*, void*) {
-    exec_fields(w, h, legacy_st_problem("st_grid_fwd", st, nullptr, nullptr), 0, nullptr, 0);
+    exec_fields(w, h, legacy_st_problem(ProblemOp::kStGridFwd, st, nullptr, nullptr), 0, nullptr, 0);
   }
 };
 
@@ -915,7 +907,7 @@ struct Capture<ApiId::cudnnSpatialTfGridGeneratorBackward> {
   static constexpr const char* kFields = kExecFields;
   static void after(CallWriter& w, cudnnStatus_t, cudnnHandle_t h, const cudnnSpatialTransformerDescriptor_t st,
                     const void*, void*) {
-    exec_fields(w, h, legacy_st_problem("st_grid_bwd", st, nullptr, nullptr), 0, nullptr, 0);
+    exec_fields(w, h, legacy_st_problem(ProblemOp::kStGridBwd, st, nullptr, nullptr), 0, nullptr, 0);
   }
 };
 

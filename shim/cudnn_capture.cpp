@@ -5,7 +5,8 @@
 #include <string.h>
 
 #include "api.h"
-#include "cudnn_signature.h"
+#include "cudnn_problem.h"
+#include "problem_table.h"
 #include "recorder.h"
 #include "resolve.h"
 
@@ -134,50 +135,19 @@ bool is_op_kind(int kind) {
          kind < kKindBackendLimit;
 }
 
-// cudnnBackendKnobType_t names as cuDNN's own API log prints them, lower-cased, without the
-// CUDNN_KNOB_TYPE_ prefix (deprecated ones included: engines still report them).
-const char* knob_name(int type) {
-  static const char* const kNames[] = {
-      "split_k", "swizzle", "tile_size", "use_tex",
-      "edge", "kblock", "ldga", "ldgb",
-      "chunk_k", "split_h", "wino_tile", "multiply",
-      "split_k_buf", "tilek", "stages", "reduction_mode",
-      "cta_split_k_mode", "split_k_slc", "idx_mode", "sliced",
-      "split_rs", "singlebuffer", "ldgc", "specfilt",
-      "kernel_cfg", "workspace", "tile_cga", "tile_cga_m",
-      "tile_cga_n", "block_size", "occupancy", "array_size_per_thread",
-      "num_c_per_block", "split_cols", "tile_rows", "tile_cols",
-      "load_size", "cta_count", "stream_k", "split_p_slc",
-      "tile_m", "tile_n", "warp_spec_cfg", "swap_ab",
-  };
-  static_assert(sizeof(kNames) / sizeof(kNames[0]) == CUDNN_KNOB_TYPE_COUNTS);
-  return type >= 0 && type < CUDNN_KNOB_TYPE_COUNTS ? kNames[type] : nullptr;
-}
-
-// "k=v,k=v" sorted by knob type, so that the same configuration always reads the same.
-uint32_t knobs_string(const KnobSet& knobs) {
-  int order[kMaxKnobs];
+// The knob set, sorted by knob type so that the same configuration is always the same set.
+uint32_t knobs_id(const KnobSet& knobs) {
+  trace::Knob sorted[kMaxKnobs];
   int n = knobs.n < kMaxKnobs ? knobs.n : kMaxKnobs;
-  for (int i = 0; i < n; ++i) order[i] = i;
+  for (int i = 0; i < n; ++i) sorted[i] = trace::Knob{knobs.types[i], 0, knobs.values[i]};
   for (int i = 1; i < n; ++i) {
-    for (int j = i; j > 0 && knobs.types[order[j]] < knobs.types[order[j - 1]]; --j) {
-      int tmp = order[j];
-      order[j] = order[j - 1];
-      order[j - 1] = tmp;
+    for (int j = i; j > 0 && sorted[j].type < sorted[j - 1].type; --j) {
+      trace::Knob tmp = sorted[j];
+      sorted[j] = sorted[j - 1];
+      sorted[j - 1] = tmp;
     }
   }
-  char buf[512];
-  size_t len = 0;
-  for (int i = 0; i < n && len + 48 < sizeof buf; ++i) {
-    const char* name = knob_name(knobs.types[order[i]]);
-    int w = name ? snprintf(buf + len, sizeof buf - len, "%s%s=%lld", len ? "," : "", name,
-                            static_cast<long long>(knobs.values[order[i]]))
-                 : snprintf(buf + len, sizeof buf - len, "%sk%d=%lld", len ? "," : "", knobs.types[order[i]],
-                            static_cast<long long>(knobs.values[order[i]]));
-    if (w > 0) len += size_t(w);
-  }
-  buf[len] = 0;
-  return intern_string(buf);
+  return intern_knobs(t_state, sorted, n);
 }
 
 // The real backend functions, for the queries the shim makes itself.
@@ -255,15 +225,14 @@ ProblemLink link_of(const void* graph) {
   const DescEntry* g = desc_find(graph);
   if (g == nullptr || g->kind != CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) return ProblemLink{};
   uint64_t align = g->u.graph.min_alignment > 0 ? uint64_t(g->u.graph.min_alignment) : 0;
-  return ProblemLink{g->u.graph.problem_hash, g->u.graph.problem_sid, uint32_t(align > UINT32_MAX ? UINT32_MAX : align)};
+  return ProblemLink{g->u.graph.problem_hash, g->u.graph.problem_id, uint32_t(align > UINT32_MAX ? UINT32_MAX : align)};
 }
 
 void finalize_graph(DescEntry& e) {
-  SigBuilder sig;
+  trace::ProblemDesc d{};
   GraphState& g = e.u.graph;
-  if (!graph_signature(sig, g, &g.min_alignment)) return;
-  g.problem_sid = intern_string(sig.str());
-  g.problem_hash = sig.hash();
+  if (!graph_problem(d, g, &g.min_alignment)) return;
+  g.problem_id = intern_problem(t_state, d, &g.problem_hash);
 }
 
 void finalize_plan(DescEntry& e, const void* desc, cudnnStatus_t status) {
@@ -273,8 +242,8 @@ void finalize_plan(DescEntry& e, const void* desc, cudnnStatus_t status) {
     plan.engine = c.engine_index;
     plan.notes = c.notes;
     plan.behavior = c.behavior;
-    plan.knobs_sid = knobs_string(c.knobs);
-    plan.problem_sid = c.problem.sid;
+    plan.knobs_id = knobs_id(c.knobs);
+    plan.problem_id = c.problem.id;
     plan.problem_hash = c.problem.hash;
     plan.min_alignment = c.problem.min_alignment;
   } else {
@@ -289,12 +258,12 @@ void finalize_plan(DescEntry& e, const void* desc, cudnnStatus_t status) {
   }
 }
 
-// Per-thread cache of legacy problems: raw key -> (sid, canonical hash). Direct-mapped.
+// Per-thread cache of legacy problems: raw key -> (problem id, hash). Direct-mapped.
 constexpr uint32_t kSigCacheSlots = 128;
 struct SigCacheSlot {
   uint64_t key;
   uint64_t hash;
-  uint32_t sid;
+  uint32_t id;
   uint32_t pad;
 };
 __thread SigCacheSlot t_sig_cache[kSigCacheSlots] __attribute__((tls_model("initial-exec")));
@@ -318,59 +287,23 @@ struct RawKey {
   }
 };
 
-// Looks the raw key up; on a miss, `build` writes the signature and it is interned.
+// Looks the raw key up; on a miss, `build` fills in the problem and it is interned.
 template <typename Build>
 ProblemRef cached_problem(uint64_t key, Build build) {
   SigCacheSlot& slot = t_sig_cache[key % kSigCacheSlots];
-  if (slot.key == key && slot.sid != 0) return ProblemRef{slot.sid, slot.hash};
-  SigBuilder sig;
-  if (!build(sig)) return ProblemRef{};
-  ProblemRef p{intern_string(sig.str()), sig.hash()};
-  slot = SigCacheSlot{key, p.hash, p.sid, 0};
+  if (slot.key == key && slot.id != 0) return ProblemRef{slot.id, slot.hash};
+  trace::ProblemDesc d{};
+  d.math_type = -1;
+  if (!build(d)) return ProblemRef{};
+  ProblemRef p;
+  p.id = intern_problem(t_state, d, &p.hash);
+  slot = SigCacheSlot{key, p.hash, p.id, 0};
   return p;
 }
 
 const TensorState* legacy_tensor(const void* d) {
   DescEntry* e = desc_find(d);
   return e && (e->kind == kLegacyTensor || e->kind == kLegacyFilter) && e->u.tensor.nbdims > 0 ? &e->u.tensor : nullptr;
-}
-
-const char* bn_mode_name(int mode) {
-  switch (mode) {
-    case CUDNN_BATCHNORM_PER_ACTIVATION: return "per_activation";
-    case CUDNN_BATCHNORM_SPATIAL: return "spatial";
-    case CUDNN_BATCHNORM_SPATIAL_PERSISTENT: return "spatial_persistent";
-    default: return "mode?";
-  }
-}
-
-const char* bn_ops_name(int ops) {
-  switch (ops) {
-    case CUDNN_BATCHNORM_OPS_BN: return "bn";
-    case CUDNN_BATCHNORM_OPS_BN_ACTIVATION: return "bn_act";
-    case CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION: return "bn_add_act";
-    default: return nullptr;
-  }
-}
-
-const char* pool_mode_name(int mode) {
-  switch (mode) {
-    case CUDNN_POOLING_MAX: return "max";
-    case CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING: return "avg_incl_pad";
-    case CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING: return "avg";
-    case CUDNN_POOLING_MAX_DETERMINISTIC: return "max_det";
-    default: return "pool?";
-  }
-}
-
-const char* rnn_cell_name(int cell) {
-  switch (cell) {
-    case CUDNN_RNN_RELU: return "rnn_relu";
-    case CUDNN_RNN_TANH: return "rnn_tanh";
-    case CUDNN_LSTM: return "lstm";
-    case CUDNN_GRU: return "gru";
-    default: return "cell?";
-  }
 }
 
 }  // namespace
@@ -519,7 +452,7 @@ bool mirror_finalize(DescEntry& e, const void* desc, cudnnStatus_t status) {
 
 ProblemRef graph_problem_of(const DescEntry* graph) {
   if (graph == nullptr || graph->kind != CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) return ProblemRef{};
-  return ProblemRef{graph->u.graph.problem_sid, graph->u.graph.problem_hash};
+  return ProblemRef{graph->u.graph.problem_id, graph->u.graph.problem_hash};
 }
 
 const DescEntry* graph_of_heur(const DescEntry* heur) { return heur ? desc_find(heur->u.heur.graph) : nullptr; }
@@ -611,122 +544,93 @@ int legacy_math_type(const void* conv) {
   return e && e->kind == kLegacyConvolution ? e->u.conv.math : -1;
 }
 
-ProblemRef legacy_conv_problem(const char* kind, const void* in0, const void* in1, const void* conv, const void* out,
-                               const char* suffix) {
+ProblemRef legacy_conv_problem(ProblemOp op, const void* in0, const void* in1, const void* conv, const void* out,
+                               bool bias_act) {
   const TensorState* a = legacy_tensor(in0);
   const TensorState* b = legacy_tensor(in1);
   const TensorState* o = legacy_tensor(out);
   DescEntry* c = desc_find(conv);
   if (!a || !b || !o || !c || c->kind != kLegacyConvolution) return ProblemRef{};
   RawKey key;
-  key.add_str(kind);
+  key.add(&op, sizeof op);
   key.add_tensor(a);
   key.add_tensor(b);
   key.add_tensor(o);
   key.add(&c->u.conv.mode, 4);
   key.add(&c->u.conv.groups, sizeof(int32_t) * 13);
-  if (suffix) key.add_str(suffix);
-  char direction = kind[5];
-  return cached_problem(key.h, [&](SigBuilder& s) {
-    ConvState cs = c->u.conv;
-    if (direction == 'f') {
-      conv_signature(s, kind, "x", *a, "w", *b, cs, "y", *o);
-    } else if (direction == 'd') {
-      conv_signature(s, kind, "dy", *a, "w", *b, cs, "dx", *o);
-    } else {
-      conv_signature(s, kind, "x", *a, "dy", *b, cs, "dw", *o);
-    }
-    if (suffix) s.text(suffix);
+  key.add(&bias_act, sizeof bias_act);
+  return cached_problem(key.h, [&](trace::ProblemDesc& d) {
+    conv_problem(d, op, *a, *b, c->u.conv, *o);
+    if (bias_act) d.flags |= trace::kProblemBiasAct;
     return true;
   });
 }
 
-ProblemRef legacy_bn_problem(const char* kind, int mode, int ops, const void* x) {
+ProblemRef legacy_bn_problem(ProblemOp op, int mode, int ops, const void* x) {
   const TensorState* t = legacy_tensor(x);
   if (t == nullptr) return ProblemRef{};
   RawKey key;
-  key.add_str(kind);
+  key.add(&op, sizeof op);
   key.add_tensor(t);
   key.add(&mode, sizeof mode);
   key.add(&ops, sizeof ops);
-  return cached_problem(key.h, [&](SigBuilder& s) {
-    s.text(kind);
-    s.ch(' ');
-    s.tensor("x", *t);
-    s.text(" mode:");
-    s.text(bn_mode_name(mode));
-    if (const char* name = bn_ops_name(ops)) {
-      s.text(" ops:");
-      s.text(name);
-    }
+  return cached_problem(key.h, [&](trace::ProblemDesc& d) {
+    d.op = uint16_t(op);
+    d.n_tensors = 1;
+    problem_tensor(d.tensors[0], trace::TensorRole::kX, *t);
+    d.n_params = 2;
+    d.params[0] = mode;
+    d.params[1] = ops;
     return true;
   });
 }
 
-ProblemRef legacy_pool_problem(const char* kind, const void* pool, const void* x, const void* y) {
+ProblemRef legacy_pool_problem(ProblemOp op, const void* pool, const void* x, const void* y) {
   const TensorState* tx = legacy_tensor(x);
   const TensorState* ty = legacy_tensor(y);
   DescEntry* p = desc_find(pool);
   if (!tx || !ty || !p || p->kind != kLegacyPooling) return ProblemRef{};
   RawKey key;
-  key.add_str(kind);
+  key.add(&op, sizeof op);
   key.add_tensor(tx);
   key.add_tensor(ty);
   key.add(&p->u.pooling, sizeof p->u.pooling);
-  return cached_problem(key.h, [&](SigBuilder& s) {
+  return cached_problem(key.h, [&](trace::ProblemDesc& d) {
     const PoolingState& ps = p->u.pooling;
-    s.text(kind);
-    s.ch(' ');
-    s.text(pool_mode_name(ps.mode));
-    s.ch(' ');
-    s.tensor("x", *tx);
-    s.text(" win");
-    s.list(ps.window, ps.nbdims);
-    s.text(" pad");
-    s.list(ps.pad, ps.nbdims);
-    s.text(" str");
-    s.list(ps.stride, ps.nbdims);
-    s.text(" -> ");
-    s.tensor("y", *ty);
+    int n = ps.nbdims <= 3 ? ps.nbdims : 3;
+    d.op = uint16_t(op);
+    d.n_tensors = 2;
+    problem_tensor(d.tensors[0], trace::TensorRole::kX, *tx);
+    problem_tensor(d.tensors[1], trace::TensorRole::kY, *ty);
+    d.n_params = 11;
+    d.params[0] = ps.mode;
+    d.params[1] = n;
+    for (int i = 0; i < n; ++i) {
+      d.params[2 + i] = ps.window[i];
+      d.params[5 + i] = ps.pad[i];
+      d.params[8 + i] = ps.stride[i];
+    }
     return true;
   });
 }
 
-ProblemRef legacy_rnn_problem(const char* kind, const void* rnn, const void* x, int fwd_mode) {
+ProblemRef legacy_rnn_problem(ProblemOp op, const void* rnn, const void* x, int fwd_mode) {
   DescEntry* r = desc_find(rnn);
-  DescEntry* d = desc_find(x);
-  if (!r || r->kind != kLegacyRnn || !d || d->kind != kLegacyRnnData) return ProblemRef{};
+  DescEntry* dx = desc_find(x);
+  if (!r || r->kind != kLegacyRnn || !dx || dx->kind != kLegacyRnnData) return ProblemRef{};
   RawKey key;
-  key.add_str(kind);
+  key.add(&op, sizeof op);
   key.add(&r->u.rnn, sizeof r->u.rnn);
-  key.add(&d->u.rnn_data, sizeof d->u.rnn_data);
+  key.add(&dx->u.rnn_data, sizeof dx->u.rnn_data);
   key.add(&fwd_mode, sizeof fwd_mode);
-  return cached_problem(key.h, [&](SigBuilder& s) {
+  return cached_problem(key.h, [&](trace::ProblemDesc& d) {
     const RnnState& rs = r->u.rnn;
-    const RnnDataState& ds = d->u.rnn_data;
-    s.text(kind);
-    s.ch(' ');
-    s.text(rnn_cell_name(rs.cell));
-    s.text(" in");
-    s.num(rs.input_size);
-    s.text(" hid");
-    s.num(rs.hidden_size);
-    if (rs.proj_size != rs.hidden_size && rs.proj_size > 0) {
-      s.text(" proj");
-      s.num(rs.proj_size);
-    }
-    s.text(" layers");
-    s.num(rs.layers);
-    s.text(rs.direction == CUDNN_BIDIRECTIONAL ? " bidir " : " unidir ");
-    s.text(dtype_name(rs.dtype));
-    s.text(" x[seq");
-    s.num(ds.max_seq);
-    s.text(",batch");
-    s.num(ds.batch);
-    s.text(",vec");
-    s.num(ds.vector);
-    s.ch(']');
-    if (fwd_mode >= 0) s.text(fwd_mode == CUDNN_FWD_MODE_TRAINING ? " training" : " inference");
+    const RnnDataState& ds = dx->u.rnn_data;
+    d.op = uint16_t(op);
+    d.n_params = 11;
+    const int64_t values[11] = {rs.cell,  rs.input_size, rs.hidden_size, rs.proj_size, rs.layers,  rs.direction,
+                                rs.dtype, ds.max_seq,    ds.batch,       ds.vector,    fwd_mode};
+    for (int i = 0; i < 11; ++i) d.params[i] = values[i];
     return true;
   });
 }
@@ -735,60 +639,66 @@ ProblemRef legacy_ctc_problem(const void* probs, int algo) {
   const TensorState* t = legacy_tensor(probs);
   if (t == nullptr) return ProblemRef{};
   RawKey key;
-  key.add_str("ctc");
+  key.add("ctc", 3);
   key.add_tensor(t);
   key.add(&algo, sizeof algo);
-  return cached_problem(key.h, [&](SigBuilder& s) {
-    s.text("ctc_loss ");
-    s.tensor("probs", *t);
-    s.text(algo == CUDNN_CTC_LOSS_ALGO_DETERMINISTIC ? " algo:deterministic" : " algo:nondeterministic");
+  return cached_problem(key.h, [&](trace::ProblemDesc& d) {
+    d.op = uint16_t(ProblemOp::kCtcLoss);
+    d.n_tensors = 1;
+    problem_tensor(d.tensors[0], trace::TensorRole::kProbs, *t);
+    d.n_params = 1;
+    d.params[0] = algo;
     return true;
   });
 }
 
-ProblemRef legacy_st_problem(const char* kind, const void* st, const void* x, const void* y) {
+ProblemRef legacy_st_problem(ProblemOp op, const void* st, const void* x, const void* y) {
   DescEntry* e = desc_find(st);
   if (e == nullptr || e->kind != kLegacySpatialTransformer) return ProblemRef{};
   const TensorState* tx = legacy_tensor(x);
   const TensorState* ty = legacy_tensor(y);
   RawKey key;
-  key.add_str(kind);
+  key.add(&op, sizeof op);
   key.add(&e->u.st, sizeof e->u.st);
   key.add_tensor(tx);
   key.add_tensor(ty);
-  return cached_problem(key.h, [&](SigBuilder& s) {
-    s.text(kind);
-    s.text(" dims");
-    s.list(e->u.st.dims, e->u.st.nbdims);
-    s.ch(' ');
-    s.text(dtype_name(e->u.st.dtype));
-    if (tx) {
-      s.ch(' ');
-      s.tensor("x", *tx);
-    }
-    if (ty) {
-      s.text(" -> ");
-      s.tensor("y", *ty);
-    }
-    s.text(e->u.st.sampler == CUDNN_SAMPLER_BILINEAR ? " bilinear" : " sampler?");
+  return cached_problem(key.h, [&](trace::ProblemDesc& d) {
+    const SpatialTfState& s = e->u.st;
+    int n = s.nbdims <= 5 ? s.nbdims : 5;
+    d.op = uint16_t(op);
+    if (tx) problem_tensor(d.tensors[d.n_tensors++], trace::TensorRole::kX, *tx);
+    if (ty) problem_tensor(d.tensors[d.n_tensors++], trace::TensorRole::kY, *ty);
+    d.n_params = 8;
+    d.params[0] = n;
+    for (int i = 0; i < n; ++i) d.params[1 + i] = s.dims[i];
+    d.params[6] = s.dtype;
+    d.params[7] = s.sampler;
     return true;
   });
 }
 
-uint32_t perf_results_string_raw(const int* algo, const int* status, const float* time, const size_t* memory,
-                                 const int* det, const int* math, int n, int stride) {
-  char buf[2048];
-  size_t len = 0;
+uint32_t algo_results_raw(const int* algo, const int* status, const float* time, const size_t* memory, const int* det,
+                          const int* math, int n, int stride) {
+  static uint32_t next_id;
   auto at = [stride](const auto* p, int i) {
     return *reinterpret_cast<const decltype(p)>(reinterpret_cast<const char*>(p) + i * stride);
   };
-  for (int i = 0; i < n && len + 80 < sizeof buf; ++i) {
-    int w = snprintf(buf + len, sizeof buf - len, "%s%d:%d:%.4f:%zu:%d:%d", i ? ";" : "", at(algo, i), at(status, i),
-                     double(at(time, i)), at(memory, i), at(det, i), at(math, i));
-    if (w > 0) len += size_t(w);
+  if (n > trace::kMaxAlgoResults) n = trace::kMaxAlgoResults;
+  uint32_t size = uint32_t(sizeof(trace::AlgoResultsRecord) + uint32_t(n) * sizeof(trace::AlgoResult));
+  ThreadState& t = t_state;
+  char* p = t.chunk != nullptr ? reserve(t, size) : nullptr;
+  if (p == nullptr) return 0;
+  uint32_t id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
+  auto* r = reinterpret_cast<trace::AlgoResultsRecord*>(p);
+  r->h = trace::make_header(trace::RecordType::kAlgoResults, size);
+  r->id = id;
+  r->n = uint32_t(n);
+  for (int i = 0; i < n; ++i) {
+    r->results[i] = trace::AlgoResult{at(algo, i), at(status, i), at(time, i), at(det, i), at(math, i), 0,
+                                      uint64_t(at(memory, i))};
   }
-  buf[len] = 0;
-  return intern_string(buf);
+  commit(t, size);
+  return id;
 }
 
 uint32_t min_alignment(const void* const* ptrs, int n) {

@@ -9,12 +9,13 @@
 #include <stdint.h>
 
 #include "cudnn_mirror.h"
+#include "cuprobe/problem.h"
 
 namespace cuprobe::shim {
 
 // What an event says about the problem it belongs to.
 struct ProblemRef {
-  uint32_t sid = 0;  // interned readable signature, 0 when unknown
+  uint32_t id = 0;  // interned problem (problem_table.h), 0 when unknown
   uint64_t hash = 0;
 };
 
@@ -43,26 +44,26 @@ const DescEntry* graph_of_heur(const DescEntry* heur);
 
 // Legacy problems, cached per thread by the raw descriptor states so that a repeated problem
 // costs a hash, not a new signature.
-ProblemRef legacy_conv_problem(const char* kind, const void* in0, const void* in1, const void* conv,
-                               const void* out, const char* suffix = nullptr);
-ProblemRef legacy_bn_problem(const char* kind, int mode, int ops, const void* x);
-ProblemRef legacy_pool_problem(const char* kind, const void* pool, const void* x, const void* y);
-ProblemRef legacy_rnn_problem(const char* kind, const void* rnn, const void* x, int fwd_mode);
+using trace::ProblemOp;
+ProblemRef legacy_conv_problem(ProblemOp op, const void* in0, const void* in1, const void* conv, const void* out,
+                               bool bias_act = false);
+ProblemRef legacy_bn_problem(ProblemOp op, int mode, int ops, const void* x);
+ProblemRef legacy_pool_problem(ProblemOp op, const void* pool, const void* x, const void* y);
+ProblemRef legacy_rnn_problem(ProblemOp op, const void* rnn, const void* x, int fwd_mode);
 ProblemRef legacy_ctc_problem(const void* probs, int algo);
-ProblemRef legacy_st_problem(const char* kind, const void* st, const void* x, const void* y);
+ProblemRef legacy_st_problem(ProblemOp op, const void* st, const void* x, const void* y);
 int legacy_math_type(const void* conv);
 
-// "algo:status:time_ms:memory:determinism:math;..." for the first n results, interned.
+// The first n results of a legacy Find*/Get* call as an AlgoResultsRecord written on the calling
+// thread; returns its id (0 when there are none).
+uint32_t algo_results_raw(const int* algo, const int* status, const float* time, const size_t* memory, const int* det,
+                          const int* math, int n, int stride_bytes);
 template <typename Perf>
-uint32_t perf_results_string(const Perf* results, int n);
-uint32_t perf_results_string_raw(const int* algo, const int* status, const float* time, const size_t* memory,
-                                 const int* det, const int* math, int n, int stride_bytes);
-template <typename Perf>
-uint32_t perf_results_string(const Perf* r, int n) {
+uint32_t algo_results(const Perf* r, int n) {
   if (r == nullptr || n <= 0) return 0;
-  return perf_results_string_raw(reinterpret_cast<const int*>(&r[0].algo), reinterpret_cast<const int*>(&r[0].status),
-                                 &r[0].time, &r[0].memory, reinterpret_cast<const int*>(&r[0].determinism),
-                                 reinterpret_cast<const int*>(&r[0].mathType), n, int(sizeof(Perf)));
+  return algo_results_raw(reinterpret_cast<const int*>(&r[0].algo), reinterpret_cast<const int*>(&r[0].status),
+                          &r[0].time, &r[0].memory, reinterpret_cast<const int*>(&r[0].determinism),
+                          reinterpret_cast<const int*>(&r[0].mathType), n, int(sizeof(Perf)));
 }
 
 // Smallest power-of-two alignment of the given addresses (nullptrs ignored), capped at 256.

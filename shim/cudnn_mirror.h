@@ -69,7 +69,7 @@ struct OpState {
 struct GraphState {
   void* ops[kMaxGraphOps];
   uint8_t n_ops;
-  uint32_t problem_sid;  // interned readable signature (0 before finalize)
+  uint32_t problem_id;  // interned problem (problem_table.h), 0 before finalize
   uint64_t problem_hash;
   int64_t min_alignment;  // smallest byte alignment over the graph's non-virtual tensors
 };
@@ -85,9 +85,9 @@ struct KnobSet {
 // configurations (PyTorch's heuristic path does).
 struct ProblemLink {
   uint64_t hash;
-  uint32_t sid;
+  uint32_t id;  // interned problem, 0 unknown
   uint32_t min_alignment;  // 0 unknown or empty link
-  bool empty() const { return sid == 0 && hash == 0; }
+  bool empty() const { return id == 0 && hash == 0; }
 };
 
 struct EngineState {
@@ -118,8 +118,8 @@ struct HeurState {
 struct PlanState {
   void* cfg;
   void* handle;
-  uint32_t problem_sid;
-  uint32_t knobs_sid;
+  uint32_t problem_id;
+  uint32_t knobs_id;  // interned knob set, 0 none
   uint64_t problem_hash;
   int64_t engine;
   uint64_t workspace;

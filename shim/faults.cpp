@@ -13,6 +13,8 @@
 
 #include "clock.h"
 #include "fault_plan.h"
+#include "problem_text.h"
+#include "problem_table.h"
 #include "process_info.h"
 #include "resolve.h"
 
@@ -45,8 +47,8 @@ uint64_t g_local_matched[kRuleSlots]; // before the trace file exists
 uint64_t g_local_injected[kRuleSlots];
 __thread uint64_t t_k[kRuleSlots] __attribute__((tls_model("initial-exec")));
 
-// Which problem-text rules each interned string matches: bit r for rule r, bit 63 "evaluated".
-constexpr size_t kSidSlots = size_t(1) << 22;
+// Which problem-text rules each interned problem matches: bit r for rule r, bit 63 "evaluated".
+constexpr size_t kSidSlots = size_t(1) << 16;  // problem ids (problem_table.cpp holds fewer)
 uint64_t* g_sid_rules;
 
 // The memory cap's view: live bytes per device, and each live allocation's size.
@@ -158,7 +160,10 @@ void faults_configure() {
       complain("the fault plan (CUPROBE_FAULTS)", err);
     } else if (g_plan.n > 0) {
       for (int r = 0; r < g_plan.n; ++r) g_rule_live[r] = process_filters_hold(g_plan.rules[r]);
-      if (g_plan.uses_problem_text) g_sid_rules = static_cast<uint64_t*>(map_zeroed(kSidSlots * sizeof(uint64_t)));
+      if (g_plan.uses_problem_text) {
+        g_sid_rules = static_cast<uint64_t*>(map_zeroed(kSidSlots * sizeof(uint64_t)));
+        set_new_problem_hook(faults_on_new_problem);
+      }
       g_faults_on = true;
     }
   }
@@ -222,12 +227,11 @@ void write_fault_records() {
   }
 }
 
-void faults_on_new_string(uint32_t id, const char* text, size_t len) {
+void faults_on_new_problem(uint32_t id, const trace::ProblemDesc& d) {
   if (g_sid_rules == nullptr || id >= kSidSlots) return;
   char buf[4096];
+  size_t len = render_problem(d, buf, sizeof buf);
   if (len >= sizeof buf) len = sizeof buf - 1;
-  memcpy(buf, text, len);
-  buf[len] = 0;
   uint64_t mask = 1ull << 63;
   for (int r = 0; r < g_plan.n; ++r) {
     const faults::Rule& rule = g_plan.rules[r];
@@ -252,7 +256,7 @@ bool fault_decide(ApiId api, trace::Library lib, const FaultCtx& c, FaultHit* hi
     if (rule.engine >= 0 && c.engine != rule.engine) continue;
     if (rule.problem_kind == faults::kProblemHash) {
       if (c.problem_hash != rule.problem_hash) continue;
-    } else if (rule.problem_kind != faults::kProblemAny && !sid_matches(c.problem_sid, r)) {
+    } else if (rule.problem_kind != faults::kProblemAny && !sid_matches(c.problem_id, r)) {
       continue;
     }
     if (rule.from_ns || rule.until_ns) {

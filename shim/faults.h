@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "api.h"
+#include "cuprobe/problem.h"
 #include "recorder.h"
 
 namespace cuprobe::shim {
@@ -22,7 +23,7 @@ extern bool g_cap_on;     // a memory cap is in force
 // What a faultable call is, as far as a rule can ask.
 struct FaultCtx {
   uint64_t size = 0;          // bytes requested (allocations)
-  uint32_t problem_sid = 0;   // interned readable problem signature, 0 unknown
+  uint32_t problem_id = 0;    // interned problem (problem_table.h), 0 unknown
   uint64_t problem_hash = 0;  // 0 unknown
   int64_t engine = -1;        // backend engine global index or legacy algorithm, -1 unknown
   int device = -1;
@@ -42,10 +43,10 @@ void faults_configure();
 void faults_after_fork();
 // Writes the FaultRule records into a new trace file.
 void write_fault_records();
-// Learns which problem-text rules a newly interned string matches: each distinct problem text is
-// matched once (the answer is kept per string id); a problem~ regex costs time linear in the text
-// times its states (common/safe_regex.h), never backtracking.
-void faults_on_new_string(uint32_t id, const char* text, size_t len);
+// Learns which problem-text rules a newly interned problem matches: each distinct problem's text
+// (common/problem_text.h) is made and matched once, the answer kept per problem id; a problem~
+// regex costs time linear in the text times its states (common/safe_regex.h), never backtracking.
+void faults_on_new_problem(uint32_t id, const trace::ProblemDesc& d);
 
 // Decides a faultable call; true when it must be replaced by hit->code. When the memory cap
 // weighed an allocation and let it through, hit->cap_device says where its bytes were

@@ -19,6 +19,7 @@
 #include "faults.h"
 #include "mem_sample.h"
 #include "stacks.h"
+#include "problem_table.h"
 #include "process_info.h"
 #include "recorder.h"
 #include "resolve.h"
@@ -87,6 +88,15 @@ struct FaultProbe {
   static void describe(ThreadState&, FaultCtx&, A...) {}
 };
 
+// Whether a kFields string has a field of type `type` ('q' problem, 'k' knobs, 'r' results: ids of
+// records the capture may write on the spot).
+constexpr bool has_field_type(const char* fields, char type) {
+  for (const char* p = fields; p != nullptr && *p != 0; ++p) {
+    if (*p == ':' && p[1] == type && (p[2] == ',' || p[2] == 0)) return true;
+  }
+  return false;
+}
+
 // Index of a field in a kFields string, -1 when absent.
 constexpr int field_pos(const char* fields, const char* name) {
   int index = 0;
@@ -134,6 +144,10 @@ struct Interceptor<kApi, Ret (*)(A...)> {
   static constexpr int kPtrField =
       field_pos(Cap::kFields, "ptr") >= 0 ? field_pos(Cap::kFields, "ptr") : field_pos(Cap::kFields, "handle");
   static constexpr int kSizeField = field_pos(Cap::kFields, "size");
+  // A capture that may write records of its own (a new problem, knob set or algorithm results)
+  // runs before its call record is reserved, so that those records come first in the chunk.
+  static constexpr bool kWritesRecords = has_field_type(Cap::kFields, 'q') || has_field_type(Cap::kFields, 'k') ||
+                                         has_field_type(Cap::kFields, 'r');
 
   static Ret call(A... a) {
     using Fn = Ret (*)(A...);
@@ -198,12 +212,13 @@ struct Interceptor<kApi, Ret (*)(A...)> {
       CallWriter w(t, fields);
       Cap::after(w, Traits::kProbe, a...);
       constexpr int kProblem = field_pos(Cap::kFields, "problem");
-      constexpr int kHash = field_pos(Cap::kFields, "problem_hash");
       constexpr int kEngine = field_pos(Cap::kFields, "engine") >= 0 ? field_pos(Cap::kFields, "engine")
                                                                      : field_pos(Cap::kFields, "algo");
       if constexpr (kSizeField >= 0) c.size = fields[kSizeField];
-      if constexpr (kProblem >= 0) c.problem_sid = uint32_t(fields[kProblem]);
-      if constexpr (kHash >= 0) c.problem_hash = fields[kHash];
+      if constexpr (kProblem >= 0) {
+        c.problem_id = uint32_t(fields[kProblem]);
+        c.problem_hash = problem_hash_of(c.problem_id);
+      }
       if constexpr (kEngine >= 0) c.engine = int64_t(fields[kEngine]);
       c.device = w.device_override() != CallWriter::kNoOverride ? w.device_override() : Traits::device(t);
     } else {
@@ -256,14 +271,27 @@ struct Interceptor<kApi, Ret (*)(A...)> {
 
   static void write(ThreadState& t, Ret ret, uint64_t start, uint64_t dur, const FaultHit* fault, A... a) {
     uint64_t scratch[kArgs + 4];
-    char* p = reserve(t, kMaxSize);
-    auto* rec = reinterpret_cast<trace::CallRecord*>(p);
-    // Records are appended to memory no one has written yet: ask for the lines a few records
-    // ahead now, so that later records do not wait for them (the chunk has a tail to spare).
-    __builtin_prefetch(p + 256, 1, 3);
+    char* p = nullptr;
+    trace::CallRecord* rec = nullptr;
+    if constexpr (!kWritesRecords) {
+      p = reserve(t, kMaxSize);
+      rec = reinterpret_cast<trace::CallRecord*>(p);
+      // Records are appended to memory no one has written yet: ask for the lines a few records
+      // ahead now, so that later records do not wait for them (the chunk has a tail to spare).
+      __builtin_prefetch(p + 256, 1, 3);
+    }
     uint64_t* tail = rec ? rec->tail : scratch;
     CallWriter w(t, tail);
     Cap::after(w, ret, a...);
+    if constexpr (kWritesRecords) {
+      p = reserve(t, kMaxSize);
+      rec = reinterpret_cast<trace::CallRecord*>(p);
+      __builtin_prefetch(p + 256, 1, 3);
+      if (rec != nullptr) {
+        memcpy(rec->tail, scratch, sizeof(uint64_t) * size_t(w.count()));
+        tail = rec->tail;
+      }
+    }
     if constexpr (kDeviceAlloc && kPtrField >= 0 && kSizeField >= 0) {
       if (fault->cap_device >= 0) {
         cap_settle(*fault, tail[kSizeField], Traits::ok(ret), reinterpret_cast<const void*>(uintptr_t(tail[kPtrField])));

@@ -104,6 +104,7 @@ void write_api_table() {
     r->flags = a.flags;
     r->fields_len = uint32_t(fields_len);
     r->count_slot = count_slot(ApiId(id));
+    r->pad = 0;
     memcpy(r->text, a.name, name_len);
     memcpy(r->text + name_len, fields, fields_len);
     w.commit(size);

@@ -9,6 +9,10 @@
 // One word of thread-local state says whether the fast path may be taken: it folds the
 // recursion guard, the process's configuration and fork (a forked child resets the state of
 // its only thread) into a single compare.
+//
+// Implemented in recorder_file.cpp (the file, its segments and chunks), recorder_lifecycle.cpp
+// (configuration, threads, fork, exec, exit, signals) and recorder_meta.cpp (process-wide
+// records, interned strings); recorder_internal.h holds what they share.
 #pragma once
 
 #include <stdint.h>
@@ -87,7 +91,10 @@ class MetaWriter {
   char* reserve(uint32_t bytes);
   void commit(uint32_t bytes);
 };
-uint32_t intern_string(const char* s);  // 0 for nullptr
+// The id of a string's StringRecord; 0 for nullptr. Strings are told apart by their text, not
+// by a hash alone. A string seen before costs a hash, a table look-up and a memcmp, no lock; a new
+// one is written under the meta writer's mutex (so never call this while holding a MetaWriter).
+uint32_t intern_string(const char* s);
 void write_property(trace::Property key, int64_t value);
 
 // The mapped header of this process's trace file, nullptr before it exists.

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "api.h"
+#include "python_frames.h"
 #include "recorder.h"
 
 namespace cuprobe::shim {
@@ -25,5 +26,11 @@ void stacks_after_fork();
 // The id of the calling thread's current stack (0 when it cannot be had). Call on the thread
 // that made the hooked call, with its guard held.
 uint32_t capture_stack();
+
+// The id of a stack given as its native return addresses (innermost first, at most 64) and Python
+// frames (at most kMaxPython of python_frames.h): capture_stack's second half, which tests also
+// call with stacks of their own. Stacks are told apart by their content, not by a hash alone; one
+// seen before costs a hash, a table look-up and a memcmp, no lock. 0 when the counts are too large.
+uint32_t intern_stack(const uint64_t* pcs, int n_native, const trace::PyFrame* py, int n_py);
 
 }  // namespace cuprobe::shim

@@ -127,6 +127,7 @@ struct FaultRuleFacts {
 struct CudnnFailure {
   std::string api;
   std::string problem;
+  const reader::Problem* problem_info = nullptr;  // typed; valid while the trace is, nullptr unknown
   uint64_t problem_hash = 0;
   int32_t status = 0;
   bool routine = false;  // a plan or candidate rejected while a search went on to a winner
@@ -163,7 +164,7 @@ struct ProcessFacts {
   uint64_t last_ns = 0;   // end of the last call
   uint64_t warmup_end_ns = 0;  // second_pass_ns when seen, else the first part of the run
   // Where the second training step (or iteration) began, 0 when not seen: the layer of the
-  // first cuDNN problem the process ran (layer_key), run again after another layer ran.
+  // first cuDNN problem the process ran (reader::layer_key), run again after another layer ran.
   uint64_t second_pass_ns = 0;
   uint64_t events = 0;
   std::map<std::string, uint64_t> calls_by_api;
@@ -194,13 +195,6 @@ struct FactOptions {
 
 ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options);
 
-// Parsed view of a problem signature's first tensor: "conv_fwd x[16,64,32,32]f32 nchw ...".
-struct ProblemShape {
-  std::string op;
-  std::vector<int64_t> dims;
-  std::string dtype;
-};
-ProblemShape parse_problem(const std::string& problem);
 
 using cuprobe::human_bytes;  // bytes_text.h
 // Bytes as PyTorch's format_size prints them ("8.00 GiB", "20.00 MiB"), for sizes its messages state.
@@ -219,8 +213,5 @@ std::string owners_text(const std::map<std::string, uint64_t>& bytes_by_owner);
 // first frame of its stack outside the CUDA libraries and cuprobe).
 std::string owner_of(const reader::Trace& trace, const reader::Api& api, uint64_t caller, uint32_t stack);
 
-// Identifies a problem's layer whatever its input size: the signature without batch and
-// spatial sizes (filters, padding, strides, channel counts and data types kept).
-uint64_t layer_key(const std::string& problem);
 
 }  // namespace cuprobe::analysis

@@ -55,41 +55,21 @@ int cmd_analyze(const Args& args) {
   bool json = false;
   int color = -1;
   analysis::Severity fail_on = analysis::Severity::kWarning;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw UsageError(fmt::format("{} needs a value", a));
-      return args[++i];
-    };
-    if (a == "-h" || a == "--help") {
-      fmt::print("{}", kHelp);
-      return kExitOk;
-    } else if (a == "--json") {
-      json = true;
-    } else if (a == "--fail-on") {
-      auto s = analysis::parse_severity(value());
-      if (!s) throw UsageError("--fail-on: " + s.error().message);
-      fail_on = *s;
-    } else if (a == "--rules") {
-      opt.rule_dirs.push_back(value());
-    } else if (a == "--set") {
-      opt.settings.push_back(value());
-    } else if (a == "--rule") {
-      opt.only_rules.push_back(value());
-    } else if (a == "--threads") {
-      opt.threads = int(parse_count(a, value()));
-    } else if (a == "--symbols") {
-      opt.symbol_dirs.push_back(value());
-    } else if (a == "--color") {
-      color = 1;
-    } else if (a == "--no-color") {
-      color = 0;
-    } else if (a.size() > 1 && a[0] == '-') {
-      throw UsageError(fmt::format("unknown option '{}'", a));
-    } else {
-      opt.paths.push_back(a);
-    }
-  }
+  OptionParser options(kHelp);
+  options.flag("--json", [&] { json = true; });
+  options.value("--fail-on", [&](const std::string& v) {
+    auto s = analysis::parse_severity(v);
+    if (!s) throw UsageError("--fail-on: " + s.error().message);
+    fail_on = *s;
+  });
+  options.value("--rules", [&](const std::string& v) { opt.rule_dirs.push_back(v); });
+  options.value("--set", [&](const std::string& v) { opt.settings.push_back(v); });
+  options.value("--rule", [&](const std::string& v) { opt.only_rules.push_back(v); });
+  options.value("--threads", [&](const std::string& v) { opt.threads = int(parse_count("--threads", v)); });
+  options.value("--symbols", [&](const std::string& v) { opt.symbol_dirs.push_back(v); });
+  options.flag("--color", [&] { color = 1; });
+  options.flag("--no-color", [&] { color = 0; });
+  if (!options.parse(args, &opt.paths)) return kExitOk;
   if (opt.paths.empty()) throw UsageError("no trace given; usage: cuprobe analyze PATH...");
   auto report = analysis::analyze(opt);
   if (!report) {
@@ -115,17 +95,11 @@ int cmd_analyze(const Args& args) {
 
 int cmd_rules(const Args& args) {
   std::vector<std::string> dirs = {analysis::default_rules_dir()};
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "-h" || args[i] == "--help") {
-      fmt::print("Usage: cuprobe rules [--rules DIR]\nLists the rules `cuprobe analyze` applies.\n");
-      return kExitOk;
-    }
-    if (args[i] == "--rules" && i + 1 < args.size()) {
-      dirs.push_back(args[++i]);
-    } else {
-      throw UsageError(fmt::format("unknown argument '{}'", args[i]));
-    }
-  }
+  OptionParser options("Usage: cuprobe rules [--rules DIR]\nLists the rules `cuprobe analyze` applies.\n");
+  options.value("--rules", [&](const std::string& v) { dirs.push_back(v); });
+  std::vector<std::string> operands;
+  if (!options.parse(args, &operands)) return kExitOk;
+  if (!operands.empty()) throw UsageError(fmt::format("unexpected argument '{}'", operands[0]));
   auto rules = analysis::load_rules(dirs);
   if (!rules) {
     fmt::print(stderr, "cuprobe rules: {}\n", rules.error().message);
@@ -138,20 +112,12 @@ int cmd_rules(const Args& args) {
 
 int cmd_explain(const Args& args) {
   std::vector<std::string> dirs = {analysis::default_rules_dir()};
-  std::string id;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "-h" || args[i] == "--help") {
-      fmt::print("Usage: cuprobe explain RULE [--rules DIR]\nPrints a rule's rationale, thresholds and fix.\n");
-      return kExitOk;
-    }
-    if (args[i] == "--rules" && i + 1 < args.size()) {
-      dirs.push_back(args[++i]);
-    } else if (id.empty()) {
-      id = args[i];
-    } else {
-      throw UsageError(fmt::format("unexpected argument '{}'", args[i]));
-    }
-  }
+  OptionParser options("Usage: cuprobe explain RULE [--rules DIR]\nPrints a rule's rationale, thresholds and fix.\n");
+  options.value("--rules", [&](const std::string& v) { dirs.push_back(v); });
+  std::vector<std::string> operands;
+  if (!options.parse(args, &operands)) return kExitOk;
+  if (operands.size() > 1) throw UsageError(fmt::format("unexpected argument '{}'", operands[1]));
+  std::string id = operands.empty() ? std::string() : operands[0];
   if (id.empty()) throw UsageError("which rule? usage: cuprobe explain RULE (see 'cuprobe rules')");
   auto rules = analysis::load_rules(dirs);
   if (!rules) {

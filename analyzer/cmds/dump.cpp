@@ -11,7 +11,9 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "cudnn_status.h"
 #include "json_line.h"
+#include "trace/jsonl_writer.h"
 #include "trace/symbolize.h"
 #include "trace/reader.h"
 #include "trace/searches.h"
@@ -62,7 +64,6 @@ struct Filter {
   long pid = -1;
   bool events = true;
   bool calls = true;
-  bool searches = true;
   bool symbols = true;
   std::vector<std::string> symbol_dirs;
 };
@@ -160,7 +161,11 @@ std::string candidate_json(const reader::SearchCandidate& c) {
   j.str("knobs", c.knobs);
   j.num("workspace", c.workspace);
   j.inum("build_status", c.build_status);
+  if (const char* name = c.build_status != 0 ? cudnn_status_name(c.build_status) : nullptr) {
+    j.str("build_status_name", name);
+  }
   j.inum("exec_status", c.exec_status);
+  if (const char* name = c.exec_status > 0 ? cudnn_status_name(c.exec_status) : nullptr) j.str("exec_status_name", name);
   j.inum("executions", c.executions);
   if (c.time_ms >= 0) j.dbl("time_ms", c.time_ms);
   if (c.notes) j.hex("notes", c.notes);
@@ -198,6 +203,35 @@ std::string search_json(const reader::SearchRecord& r) {
   return std::string(j.finish());
 }
 
+// A legacy search's results as a JSON list, in cuDNN's order.
+std::string results_json(const std::vector<trace::AlgoResult>* results) {
+  std::string out = "[";
+  if (results != nullptr) {
+    for (const trace::AlgoResult& r : *results) {
+      if (out.size() > 1) out += ',';
+      JsonLine j;
+      j.begin();
+      j.inum("algo", r.algo);
+      j.inum("status", r.status);
+      j.dbl("time_ms", double(r.time_ms));
+      j.num("memory", r.memory);
+      j.inum("determinism", r.determinism);
+      j.inum("math", r.math_type);
+      out += j.finish();
+    }
+  }
+  return out + "]";
+}
+
+// The typed problems of the process (problem.h ProblemDesc, cuDNN's own enum values), each with
+// its text, before the calls that name them by that text.
+void print_problems(const reader::Trace& t, JsonLine& j) {
+  for (const reader::Problem& p : t.problems()) {
+    if (p.id == 0) continue;
+    jsonl::write_problem_line(j, t.pid(), p.hash, p.text, p.typed ? &p.desc : nullptr, stdout);
+  }
+}
+
 // The API table of the process, so that the JSON Lines describe themselves as the binary does.
 void print_apis(const reader::Trace& t, JsonLine& j) {
   for (size_t id = 0; id < t.apis().size(); ++id) {
@@ -225,7 +259,7 @@ void print_events(const reader::Trace& t, const Filter& filter, JsonLine& j) {
     tracker.on_event(e);
     const reader::Api* api = t.api(e.api);
     const std::string& name = t.api_name(e.api);
-    uint32_t flags = api ? api->flags : 0;
+    uint64_t flags = api ? api->flags : 0;
     int ptr_field = api ? api->field_index("ptr") : -1;
     // Physical memory (cuMemCreate/cuMemRelease) is named by a handle, kept apart from addresses.
     bool physical = (flags & trace::kApiPhysical) != 0;
@@ -270,6 +304,13 @@ void print_events(const reader::Trace& t, const Filter& filter, JsonLine& j) {
           break;
         }
         case 's': j.str(f.name, t.string(uint32_t(v))); break;
+        case 'q': {
+          const reader::Problem* p = t.problem(v);
+          j.str(f.name, p ? p->text : "");
+          break;
+        }
+        case 'k': j.str(f.name, t.knobs_text(v)); break;
+        case 'r': j.raw(f.name, results_json(t.algo_results(v))); break;
         default: j.num(f.name, v);
       }
     }
@@ -284,9 +325,7 @@ void print_events(const reader::Trace& t, const Filter& filter, JsonLine& j) {
     j.end(stdout);
   });
   tracker.finish();
-  if (filter.searches) {
-    for (const auto& s : searches) std::printf("%s\n", s.c_str());
-  }
+  for (const auto& s : searches) std::printf("%s\n", s.c_str());
 }
 
 void print_fault_rules(const reader::Trace& t, JsonLine& j) {
@@ -378,41 +417,23 @@ void print_tail(const reader::Trace& t, JsonLine& j) {
 
 int cmd_dump(const Args& args) {
   Filter filter;
-  std::vector<std::string> paths;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw UsageError(fmt::format("{} needs a value", a));
-      return args[++i];
-    };
-    if (a == "-h" || a == "--help") {
-      fmt::print("{}", kHelp);
-      return kExitOk;
-    } else if (a == "--api") {
-      std::string list = value();
-      size_t start = 0;
-      while (start <= list.size()) {
-        size_t end = list.find(',', start);
-        if (end == std::string::npos) end = list.size();
-        if (end > start) filter.apis.insert(list.substr(start, end - start));
-        start = end + 1;
-      }
-    } else if (a == "--pid") {
-      filter.pid = long(parse_count(a, value()));
-    } else if (a == "--no-events") {
-      filter.events = false;
-    } else if (a == "--searches") {
-      filter.calls = false;  // process and search lines only
-    } else if (a == "--no-symbols") {
-      filter.symbols = false;
-    } else if (a == "--symbols") {
-      filter.symbol_dirs.push_back(value());
-    } else if (a.size() > 1 && a[0] == '-') {
-      throw UsageError(fmt::format("unknown option '{}'", a));
-    } else {
-      paths.push_back(a);
+  OptionParser options(kHelp);
+  options.value("--api", [&](const std::string& list) {
+    size_t start = 0;
+    while (start <= list.size()) {
+      size_t end = list.find(',', start);
+      if (end == std::string::npos) end = list.size();
+      if (end > start) filter.apis.insert(list.substr(start, end - start));
+      start = end + 1;
     }
-  }
+  });
+  options.value("--pid", [&](const std::string& v) { filter.pid = long(parse_count("--pid", v)); });
+  options.flag("--no-events", [&] { filter.events = false; });
+  options.flag("--searches", [&] { filter.calls = false; });  // process and search lines only
+  options.flag("--no-symbols", [&] { filter.symbols = false; });
+  options.value("--symbols", [&](const std::string& v) { filter.symbol_dirs.push_back(v); });
+  std::vector<std::string> paths;
+  if (!options.parse(args, &paths)) return kExitOk;
   if (paths.empty()) throw UsageError("no trace given; usage: cuprobe dump PATH...");
   int readable = 0;
   JsonLine j;
@@ -438,6 +459,7 @@ int cmd_dump(const Args& args) {
         if (filter.pid >= 0 && long(tf.pid()) != filter.pid) continue;
         print_process(tf, j);
         print_apis(tf, j);
+        if (filter.events) print_problems(tf, j);
         print_fault_rules(tf, j);
         if (filter.calls) print_stacks(tf, filter, j);
         if (filter.events) print_events(tf, filter, j);

@@ -130,7 +130,7 @@ bool has_traces(const std::string& dir) {
 }
 
 // ---- The shim's variables ------------------------------------------------------------------
-// What the shim takes for each CUPROBE_* variable it reads: the same rules as shim/recorder.cpp
+// What the shim takes for each CUPROBE_* variable it reads: the same rules as shim/recorder_lifecycle.cpp
 // (do_configure and check_other_variables; change both together). A value the shim would not
 // take stops record before the job starts, whether an option or the environment set it; under
 // plain LD_PRELOAD the shim warns once and uses the default.
@@ -578,85 +578,66 @@ int cmd_record(const Args& args) {
   std::vector<std::string> replay_rules;
   std::string mem_cap;
   std::string replay_from;
-  size_t i = 0;
-  auto value = [&](const std::string& opt) -> std::string {
-    if (i + 1 >= args.size()) throw UsageError(fmt::format("{} needs a value", opt));
-    return args[++i];
-  };
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") {
-      ++i;
-      break;
+  OptionParser options(kHelp);
+  options.stop_at_first_operand();
+  options.value("-o,--output", [&](const std::string& v) { out = v; });
+  options.flag("--append", [&] { append = true; });
+  options.flag("--launch-events", [&] { env.emplace_back("CUPROBE_LAUNCH_EVENTS", "1"); });
+  options.value("--max-mb", [&](const std::string& v) {
+    env.emplace_back("CUPROBE_MAX_MB", std::to_string(parse_count("--max-mb", v)));
+  });
+  options.value("--clock", [&](const std::string& kind) {
+    if (kind != "auto" && kind != "monotonic" && kind != "tsc") {
+      throw UsageError(fmt::format("--clock expects auto, monotonic or tsc, got '{}'", kind));
     }
-    if (a.empty() || a[0] != '-') break;
-    if (a == "-h" || a == "--help") {
-      fmt::print("{}", kHelp);
-      return kExitOk;
-    } else if (a == "-o" || a == "--output") {
-      out = value(a);
-    } else if (a.rfind("--output=", 0) == 0) {
-      out = a.substr(9);
-    } else if (a == "--append") {
-      append = true;
-    } else if (a == "--launch-events") {
-      env.emplace_back("CUPROBE_LAUNCH_EVENTS", "1");
-    } else if (a == "--max-mb") {
-      env.emplace_back("CUPROBE_MAX_MB", std::to_string(parse_count(a, value(a))));
-    } else if (a == "--clock") {
-      std::string kind = value(a);
-      if (kind != "auto" && kind != "monotonic" && kind != "tsc") {
-        throw UsageError(fmt::format("--clock expects auto, monotonic or tsc, got '{}'", kind));
-      }
-      if (kind != "auto") env.emplace_back("CUPROBE_CLOCK", kind);
-    } else if (a == "--stacks") {
-      std::string mode = value(a);
-      if (mode != "off" && mode != "errors" && mode != "alloc" && mode != "all") {
-        throw UsageError(fmt::format("--stacks expects off, errors, alloc or all, got '{}'", mode));
-      }
-      env.emplace_back("CUPROBE_STACKS", mode);
-    } else if (a == "--stack-depth") {
-      unsigned long long n = parse_count(a, value(a));
-      if (n < 1 || n > 64) throw UsageError(fmt::format("--stack-depth expects 1 to 64, got {}", n));
-      env.emplace_back("CUPROBE_STACK_DEPTH", std::to_string(n));
-    } else if (a == "--stack-min-bytes") {
-      std::string v = value(a);
-      uint64_t bytes = 0;
-      if (!faults::parse_bytes(v.c_str(), v.size(), &bytes)) {
-        throw UsageError(fmt::format("--stack-min-bytes expects a byte count (4096, 1MiB, 2GB), got '{}'", v));
-      }
-      env.emplace_back("CUPROBE_STACK_MIN_BYTES", std::to_string(bytes));
-    } else if (a == "--fault") {
-      fault_rules.push_back(value(a));
-    } else if (a == "--faults") {
-      std::string path = value(a);
-      std::string text = read_plan_file(path);
-      nlohmann::json doc;
-      try {
-        doc = nlohmann::json::parse(text);
-      } catch (const std::exception& e) {
-        throw UsageError(fmt::format("--faults {}: not JSON: {}", path, e.what()));
-      }
-      try {
-        faults::FileRules fr = faults::rules_from_json(doc, path);
-        fault_rules.insert(fault_rules.end(), fr.rules.begin(), fr.rules.end());
-        if (!fr.mem_cap.empty()) mem_cap = fr.mem_cap;
-      } catch (const faults::PlanError& e) {
-        throw UsageError(e.what());
-      }
-    } else if (a == "--mem-cap") {
-      mem_cap = value(a);
-    } else if (a == "--replay-faults") {
-      replay_from = value(a);
-    } else if (a == "-q" || a == "--quiet") {
-      quiet = true;
-      env.emplace_back("CUPROBE_QUIET", "1");
-    } else {
-      throw UsageError(fmt::format("unknown option '{}'", a));
+    if (kind != "auto") env.emplace_back("CUPROBE_CLOCK", kind);
+  });
+  options.value("--stacks", [&](const std::string& mode) {
+    if (mode != "off" && mode != "errors" && mode != "alloc" && mode != "all") {
+      throw UsageError(fmt::format("--stacks expects off, errors, alloc or all, got '{}'", mode));
     }
-  }
-  if (i >= args.size()) throw UsageError("no command to run; usage: cuprobe record [options] -- COMMAND [ARGS...]");
-  std::vector<std::string> command(args.begin() + long(i), args.end());
+    env.emplace_back("CUPROBE_STACKS", mode);
+  });
+  options.value("--stack-depth", [&](const std::string& v) {
+    unsigned long long n = parse_count("--stack-depth", v);
+    if (n < 1 || n > 64) throw UsageError(fmt::format("--stack-depth expects 1 to 64, got {}", n));
+    env.emplace_back("CUPROBE_STACK_DEPTH", std::to_string(n));
+  });
+  options.value("--stack-min-bytes", [&](const std::string& v) {
+    uint64_t bytes = 0;
+    if (!faults::parse_bytes(v.c_str(), v.size(), &bytes)) {
+      throw UsageError(fmt::format("--stack-min-bytes expects a byte count (4096, 1MiB, 2GB), got '{}'", v));
+    }
+    env.emplace_back("CUPROBE_STACK_MIN_BYTES", std::to_string(bytes));
+  });
+  options.value("--fault", [&](const std::string& v) { fault_rules.push_back(v); });
+  options.value("--faults", [&](const std::string& path) {
+    std::string text = read_plan_file(path);
+    nlohmann::json doc;
+    try {
+      doc = nlohmann::json::parse(text);
+    } catch (const std::exception& e) {
+      throw UsageError(fmt::format("--faults {}: not JSON: {}", path, e.what()));
+    }
+    try {
+      faults::FileRules fr = faults::rules_from_json(doc, path);
+      fault_rules.insert(fault_rules.end(), fr.rules.begin(), fr.rules.end());
+      if (!fr.mem_cap.empty()) mem_cap = fr.mem_cap;
+    } catch (const faults::PlanError& e) {
+      throw UsageError(e.what());
+    }
+  });
+  options.value("--mem-cap", [&](const std::string& v) { mem_cap = v; });
+  options.value("--replay-faults", [&](const std::string& v) { replay_from = v; });
+  options.flag("-q,--quiet", [&] {
+    quiet = true;
+    env.emplace_back("CUPROBE_QUIET", "1");
+  });
+  // COMMAND starts at the first argument that is not an option (or after "--"); it and its
+  // arguments are passed on untouched, options of its own included.
+  std::vector<std::string> command;
+  if (!options.parse(args, &command)) return kExitOk;
+  if (command.empty()) throw UsageError("no command to run; usage: cuprobe record [options] -- COMMAND [ARGS...]");
 
   // The fault plan is checked with the shim's own parser before anything runs.
   try {

@@ -31,7 +31,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "api.h"
+#include "cuprobe/api_table.h"
 #include "trace/reader.h"
 
 namespace cuprobe::reader {
@@ -196,18 +196,20 @@ const std::set<std::string, std::less<>>& common_keys() {
   return keys;
 }
 
-uint32_t builtin_flags(const std::string& name) {
-  for (const auto& a : kApis) {
-    if (name == a.name) return a.flags;
-  }
-  return 0;
+uint64_t builtin_flags(const std::string& name) {
+  const ApiStatic* a = api_by_name(name.c_str());
+  return a ? a->flags : 0;
 }
 
+// The role flags came with trace format 2; a dump made before names its APIs with flags
+// without them, and the table supplies them.
+constexpr uint64_t kRoleFlags = trace::kApiPlanFinalize | trace::kApiPlanExecute | trace::kApiLegacyFind |
+                                trace::kApiLegacyGet | trace::kApiLegacyConvExec | trace::kApiHandleCreate |
+                                trace::kApiEventTiming;
+
 trace::Library builtin_library(const std::string& name) {
-  for (const auto& a : kApis) {
-    if (name == a.name) return a.library;
-  }
-  return name.rfind("cudnn", 0) == 0 ? trace::Library::kCudnn : trace::Library::kCudart;
+  const ApiStatic* a = api_by_name(name.c_str());
+  return a ? a->library : trace::Library::kCudart;
 }
 
 trace::FileState state_of(const std::string& s) {
@@ -217,7 +219,44 @@ trace::FileState state_of(const std::string& s) {
   return trace::FileState::kRecording;
 }
 
-bool field_type_ok(char t) { return t != 0 && std::strchr("puixfs", t) != nullptr; }
+bool field_type_ok(char t) { return t != 0 && std::strchr("puixfsqkr", t) != nullptr; }
+
+// Dumps made before trace format 2 wrote problems, knob sets and algorithm results as strings
+// (fields problem:s, knobs:s, results:s); they are read as the typed fields they became.
+char upgraded_type(std::string_view name, char type) {
+  if (type != 's') return type;
+  if (name == "problem") return 'q';
+  if (name == "knobs") return 'k';
+  if (name == "results") return 'r';
+  return type;
+}
+
+// The hash a format-1 shim gave a problem: FNV-1a over its text.
+uint64_t text_hash(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// Algorithm results as format-1 dumps wrote them: "algo:status:time_ms:memory:determinism:math;..."
+// (only such dumps; format 2 writes them as JSON objects).
+std::vector<trace::AlgoResult> format1_results(const std::string& s) {
+  std::vector<trace::AlgoResult> out;
+  size_t start = 0;
+  while (start < s.size() && out.size() < size_t(trace::kMaxAlgoResults)) {
+    size_t end = s.find(';', start);
+    if (end == std::string::npos) end = s.size();
+    int algo = -1, status = 0, det = 0, math = 0;
+    double time = -1;
+    unsigned long long memory = 0;
+    std::string item = s.substr(start, end - start);
+    if (std::sscanf(item.c_str(), "%d:%d:%lf:%llu:%d:%d", &algo, &status, &time, &memory, &det, &math) == 6) {
+      out.push_back(trace::AlgoResult{algo, status, float(time), det, math, 0, uint64_t(memory)});
+    }
+    start = end + 1;
+  }
+  return out;
+}
 
 // Damage found in one input, for its diagnostics: the first kNamedLines lines by number and
 // what was wrong, then counts per kind. Kinds are fixed words, never taken from the input.
@@ -535,7 +574,8 @@ class JsonlTrace : public Trace {
   std::string add_api(const json& j) {
     std::string name = str(j, "name");
     if (name.empty()) throw BadValue{"an api line without \"name\""};
-    uint32_t flags = u32(j, "flags", builtin_flags(name));
+    uint64_t builtin = builtin_flags(name);
+    uint64_t flags = u64(j, "flags", builtin) | (builtin & kRoleFlags);
     trace::Library library = j.contains("library") ? library_from(str(j, "library")) : builtin_library(name);
     std::vector<Field> fields;
     std::string_view spec;
@@ -550,9 +590,9 @@ class JsonlTrace : public Trace {
       Field f{std::string(item.substr(0, colon)), 'u'};
       if (colon != std::string_view::npos) {
         if (item.size() != colon + 2 || !field_type_ok(item[colon + 1])) {
-          throw BadValue{fmt::format("\"fields\": \"{}\" is not name:type with type one of p u i x f s", excerpt(item, 40))};
+          throw BadValue{fmt::format("\"fields\": \"{}\" is not name:type with type one of p u i x f s q k r", excerpt(item, 40))};
         }
-        f.type = item[colon + 1];
+        f.type = upgraded_type(f.name, item[colon + 1]);
       }
       fields.push_back(std::move(f));
     }
@@ -612,7 +652,7 @@ class JsonlTrace : public Trace {
     pending_.clear();
     new_fields_.clear();
     size_t ignored = 0;
-    const uint32_t flags = known ? known->flags : builtin_flags(name);
+    const uint64_t flags = known ? known->flags : builtin_flags(name);
     for (auto it = j.begin(); it != j.end(); ++it) {
       const std::string& key = it.key();
       if (common_keys().count(key)) continue;
@@ -629,10 +669,11 @@ class JsonlTrace : public Trace {
           continue;
         }
         const json& v = *it;
-        char type = v.is_string() ? (v.get_ref<const std::string&>().rfind("0x", 0) == 0 ? 'p' : 's')
-                    : v.is_number_float()    ? 'f'
-                    : v.is_number_unsigned() ? 'u'
-                                             : 'i';
+        char type = v.is_string() ? (v.get_ref<const std::string&>().rfind("0x", 0) == 0 ? 'p' : upgraded_type(key, 's'))
+                    : v.is_array() && key == "results" ? 'r'
+                    : v.is_number_float()              ? 'f'
+                    : v.is_number_unsigned()           ? 'u'
+                                                       : 'i';
         index = int(nfields + new_fields_.size());
         new_fields_.push_back(Field{key, type});
       }
@@ -645,7 +686,24 @@ class JsonlTrace : public Trace {
     Api& a = apis_[id];
     for (auto& f : new_fields_) a.fields.push_back(std::move(f));
     for (auto& [index, value] : pending_) {
-      if (value.is_string) value.bits = intern(value.text);
+      switch (value.kind) {
+        case 's': value.bits = intern(value.text); break;
+        case 'q': {
+          const json* h = find(j, "problem_hash");
+          uint64_t hash = 0;
+          if (!(h && h->is_string() && parse_hex(h->get_ref<const std::string&>(), &hash))) hash = text_hash(value.text);
+          value.bits = value.text.empty() ? 0 : add_problem(value.text, hash, nullptr);
+          break;
+        }
+        case 'k': value.bits = add_knobs_text(value.text); break;
+        case 'r': {
+          if (value.results.empty()) break;
+          value.bits = uint32_t(algo_results_.size() + 1);
+          algo_results_[uint32_t(value.bits)] = std::move(value.results);
+          break;
+        }
+        default: break;
+      }
     }
     std::sort(pending_.begin(), pending_.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
     e.api = id;
@@ -665,6 +723,64 @@ class JsonlTrace : public Trace {
     if (ignored == 0) return "";
     return fmt::format("{} {} of a call of {} ignored: an API has at most {} fields", ignored,
                        ignored == 1 ? "key" : "keys", excerpt(name, 40), kMaxFieldsPerApi);
+  }
+
+  // A typed problem, as `cuprobe dump` writes it before the first call that names it by its text.
+  void add_problem_line(const json& j) {
+    std::string text = str(j, "text");
+    if (text.empty()) throw BadValue{"a problem line without \"text\""};
+    uint64_t hash = hex(j, "hash");
+    const json* d = find(j, "desc");
+    if (d == nullptr || !d->is_object()) {
+      add_problem(text, hash ? hash : text_hash(text), nullptr);
+      return;
+    }
+    trace::ProblemDesc p{};
+    p.op = uint16_t(u32(*d, "op"));
+    p.flags = uint8_t(u32(*d, "flags"));
+    p.math_type = int8_t(i32(*d, "math_type", -1, -128, 127));
+    auto ints = [&](const json& obj, const char* key, auto* out, size_t max) {
+      const json* a = find(obj, key);
+      if (a == nullptr) return size_t(0);
+      if (!a->is_array() || a->size() > max) bad(key, *a, fmt::format("a list of at most {} integers", max));
+      size_t n = 0;
+      for (const json& x : *a) {
+        if (!x.is_number_integer()) bad(key, x, "an integer");
+        out[n++] = decltype(+out[0])(x.get<int64_t>());
+      }
+      return n;
+    };
+    if (const json* c = find(*d, "conv"); c && c->is_object()) {
+      p.conv.mode = int8_t(i32(*c, "mode", 0, -128, 127));
+      p.conv.compute = int8_t(i32(*c, "compute", 0, -128, 127));
+      p.conv.spatial = uint8_t(i32(*c, "spatial", 2, 0, 3));
+      p.conv.groups = i32(*c, "groups", 1);
+      ints(*c, "pre", p.conv.pre, 3);
+      ints(*c, "post", p.conv.post, 3);
+      ints(*c, "stride", p.conv.stride, 3);
+      ints(*c, "dilation", p.conv.dilation, 3);
+    }
+    p.n_params = uint8_t(ints(*d, "params", p.params, trace::kProblemMaxParams));
+    if (const json* f = find(*d, "fused"); f && f->is_array()) {
+      for (const json& x : *f) {
+        if (p.n_fused >= trace::kProblemMaxFused || !x.is_object()) break;
+        p.fused[p.n_fused].op = uint16_t(u32(x, "op"));
+        p.fused[p.n_fused].mode = i32(x, "mode", -1);
+        ++p.n_fused;
+      }
+    }
+    if (const json* ts = find(*d, "tensors"); ts && ts->is_array()) {
+      for (const json& x : *ts) {
+        if (p.n_tensors >= trace::kProblemMaxTensors || !x.is_object()) break;
+        trace::ProblemTensor& t = p.tensors[p.n_tensors++];
+        t.role = uint8_t(u32(x, "role"));
+        t.dtype = int8_t(i32(x, "dtype", -1, -128, 127));
+        t.layout = uint8_t(u32(x, "layout"));
+        t.nbdims = uint8_t(ints(x, "dims", t.dims, trace::kProblemMaxDims));
+        ints(x, "strides", t.strides, trace::kProblemMaxDims);
+      }
+    }
+    add_problem(text, hash ? hash : trace::problem_hash(p), &p);
   }
 
   void add_fault_rule(const json& j) {
@@ -857,18 +973,40 @@ class JsonlTrace : public Trace {
 
   struct ArgValue {
     uint64_t bits = 0;
-    bool is_string = false;
-    std::string text;  // is_string: interned at commit
+    char kind = 0;     // 's' 'q' 'k' 'r': resolved to an id at commit
+    std::string text;  // 's', 'q', 'k'
+    std::vector<trace::AlgoResult> results;  // 'r'
   };
 
   // A call's value for one of its fields: strings of 's' fields by id, addresses and flags
   // from "0x..." strings, numbers by their bits (floats as float64), booleans as 0 or 1.
   static ArgValue arg_value(const std::string& key, const json& v, char type) {
     ArgValue out;
-    if (type == 's') {
+    if (type == 's' || type == 'q' || type == 'k') {
       if (!v.is_string()) bad(key, v, "a string");
-      out.is_string = true;
+      out.kind = type;
       out.text = v.get<std::string>();
+    } else if (type == 'r') {
+      out.kind = 'r';
+      if (v.is_string()) {
+        out.results = format1_results(v.get<std::string>());
+      } else if (v.is_array()) {
+        for (const json& item : v) {
+          if (!item.is_object()) bad(key, item, "an object {\"algo\", \"status\", \"time_ms\", ...}");
+          if (out.results.size() >= size_t(trace::kMaxAlgoResults)) break;
+          trace::AlgoResult r{};
+          r.algo = i32(item, "algo", -1);
+          r.status = i32(item, "status", 0);
+          const json* t = find(item, "time_ms");
+          r.time_ms = t && t->is_number() ? t->get<float>() : -1.0f;
+          r.determinism = i32(item, "determinism", 0);
+          r.math_type = i32(item, "math", 0);
+          r.memory = u64(item, "memory");
+          out.results.push_back(r);
+        }
+      } else {
+        bad(key, v, "a list of algorithm results");
+      }
     } else if (v.is_string()) {
       if (!parse_hex(v.get_ref<const std::string&>(), &out.bits)) bad(key, v, "a hex string (\"0x...\") or a number");
     } else if (v.is_number_float() || (type == 'f' && v.is_number())) {
@@ -980,7 +1118,7 @@ class JsonlReader {
       const std::string& type = type_value->get_ref<const std::string&>();
       if (type == "search") return;  // rebuilt from the calls
       if (type != "process" && type != "api" && type != "call" && type != "count" && type != "stack" &&
-          type != "fault_rule" && type != "crash") {
+          type != "fault_rule" && type != "crash" && type != "problem") {
         damage_.unknown_type(line_no_, type);
         return;
       }
@@ -1002,6 +1140,8 @@ class JsonlReader {
         t->add_fault_rule(j);
       } else if (type == "crash") {
         t->add_crash(j);
+      } else if (type == "problem") {
+        t->add_problem_line(j);
       }
       if (!partly.empty()) damage_.partial(line_no_, "too many fields", partly);
     } catch (const BadValue& e) {

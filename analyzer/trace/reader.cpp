@@ -18,6 +18,8 @@
 
 #include <fmt/format.h>
 
+#include "problem_text.h"
+
 namespace cuprobe::reader {
 
 namespace fs = std::filesystem;
@@ -264,6 +266,57 @@ const FaultRule* Trace::fault_rule(int index) const {
   return nullptr;
 }
 
+const std::string& Trace::knobs_text(uint64_t id) const {
+  static const std::string kNone;
+  auto it = knob_sets_.find(uint32_t(id));
+  return id <= UINT32_MAX && it != knob_sets_.end() ? it->second.text : kNone;
+}
+
+const std::vector<trace::Knob>* Trace::knobs(uint64_t id) const {
+  auto it = knob_sets_.find(uint32_t(id));
+  return id <= UINT32_MAX && it != knob_sets_.end() && !it->second.knobs.empty() ? &it->second.knobs : nullptr;
+}
+
+const std::vector<trace::AlgoResult>* Trace::algo_results(uint64_t id) const {
+  auto it = algo_results_.find(uint32_t(id));
+  return id <= UINT32_MAX && it != algo_results_.end() ? &it->second : nullptr;
+}
+
+uint32_t Trace::add_problem(const std::string& text, uint64_t hash, const trace::ProblemDesc* desc) {
+  for (size_t id = 1; id < problems_.size(); ++id) {
+    Problem& p = problems_[id];
+    if (p.text != text) continue;
+    if (desc != nullptr && !p.typed) {  // the typed description came after a call named it
+      p.typed = true;
+      p.desc = *desc;
+      p.hash = hash;
+    }
+    if (desc == nullptr || (p.typed && std::memcmp(&p.desc, desc, sizeof *desc) == 0)) return p.id;
+  }
+  if (problems_.empty()) problems_.resize(1);
+  Problem p;
+  p.id = uint32_t(problems_.size());
+  p.hash = hash;
+  p.text = text;
+  if (desc != nullptr) {
+    p.typed = true;
+    p.desc = *desc;
+  }
+  problems_.push_back(std::move(p));
+  return problems_.back().id;
+}
+
+uint32_t Trace::add_knobs_text(const std::string& text) {
+  if (text.empty()) return 0;
+  for (const auto& [id, k] : knob_sets_) {
+    if (k.text == text) return id;
+  }
+  uint32_t id = uint32_t(knob_sets_.size() + 1);
+  while (knob_sets_.count(id)) ++id;
+  knob_sets_[id].text = text;
+  return id;
+}
+
 const std::string& Trace::string(uint32_t id) const {
   static const std::string kEmpty;
   auto it = strings_.find(id);
@@ -370,8 +423,13 @@ bool TraceFile::load(std::string* error) {
     return false;
   }
   if (hdr.version != trace::kVersion) {
-    *error = fmt::format("trace format version {} is not supported by this cuprobe (reads version {})", hdr.version,
-                         trace::kVersion);
+    *error = hdr.version < trace::kVersion
+                 ? fmt::format("trace format version {} was written by an older cuprobe; this one reads version {} "
+                               "(problems and algorithm results became typed records). Read it with the cuprobe that "
+                               "recorded it; `cuprobe dump` of that version writes JSON Lines this one reads",
+                               hdr.version, trace::kVersion)
+                 : fmt::format("trace format version {} was written by a newer cuprobe; this one reads version {}",
+                               hdr.version, trace::kVersion);
     return false;
   }
   if (hdr.header_size != trace::kFileHeaderSize || hdr.chunk_size != trace::kChunkSize) {
@@ -482,7 +540,7 @@ bool TraceFile::load(std::string* error) {
   }
   raw_crashes_.clear();
   for (const auto& [tid, r] : maybe_handles_) {
-    if (r->h.aux < apis_.size() && apis_[r->h.aux].name == "cudnnCreate") note_handle(tid, r);
+    if (r->h.aux < apis_.size() && (apis_[r->h.aux].flags & trace::kApiHandleCreate)) note_handle(tid, r);
   }
   maybe_handles_.clear();
   // Calls of an API the trace does not describe: kept (dump shows them as "unknown"), but the
@@ -592,7 +650,7 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
         ++calls_per_api_[h->aux];
         if (h->aux >= apis_.size() || apis_[h->aux].name.empty()) {
           maybe_handles_.emplace_back(c->tid, r);
-        } else if (apis_[h->aux].name == "cudnnCreate") {
+        } else if (apis_[h->aux].flags & trace::kApiHandleCreate) {
           note_handle(c->tid, r);
         }
         break;
@@ -644,6 +702,50 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
         }
         process_.exe = take(t, r->exe_len);
         process_.cwd = take(t, r->cwd_len);
+        break;
+      }
+      case trace::RecordType::kProblem: {
+        auto* r = reinterpret_cast<const trace::ProblemRecordHead*>(rec);
+        trace::ProblemDesc d{};
+        if (size < sizeof *r || r->id == 0 || r->id > (1u << 24) ||
+            !trace::unpack_problem(rec + sizeof *r, uint32_t(size - sizeof *r), &d) ||
+            trace::align8(uint32_t(sizeof *r + trace::packed_problem_size(d))) != size) {
+          damaged("problem records with bad lengths (calls of those problems show no problem)", index, off);
+          break;
+        }
+        if (problems_.size() <= r->id) problems_.resize(size_t(r->id) + 1);
+        Problem& p = problems_[r->id];
+        p.id = r->id;
+        p.hash = r->hash;
+        p.typed = true;
+        p.desc = d;
+        char text[2048];
+        size_t len = render_problem(d, text, sizeof text);
+        p.text.assign(text, std::min(len, sizeof text - 1));
+        break;
+      }
+      case trace::RecordType::kKnobs: {
+        auto* r = reinterpret_cast<const trace::KnobsRecord*>(rec);
+        if (size < sizeof(trace::KnobsRecord) || r->n > uint32_t(trace::kMaxKnobsPerSet) ||
+            sizeof(trace::KnobsRecord) + r->n * sizeof(trace::Knob) != size || r->id == 0) {
+          damaged("knob records with bad lengths", index, off);
+          break;
+        }
+        KnobSet& k = knob_sets_[r->id];
+        k.knobs.assign(r->knobs, r->knobs + r->n);
+        char text[1024];
+        size_t len = render_knobs(r->knobs, int(r->n), text, sizeof text);
+        k.text.assign(text, std::min(len, sizeof text - 1));
+        break;
+      }
+      case trace::RecordType::kAlgoResults: {
+        auto* r = reinterpret_cast<const trace::AlgoResultsRecord*>(rec);
+        if (size < sizeof(trace::AlgoResultsRecord) || r->n > uint32_t(trace::kMaxAlgoResults) ||
+            sizeof(trace::AlgoResultsRecord) + r->n * sizeof(trace::AlgoResult) != size || r->id == 0) {
+          damaged("algorithm result records with bad lengths", index, off);
+          break;
+        }
+        algo_results_[r->id].assign(r->results, r->results + r->n);
         break;
       }
       case trace::RecordType::kString: {

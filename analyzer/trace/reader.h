@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cuprobe/problem.h"
 #include "cuprobe/trace_format.h"
 #include "trace/result.h"
 
@@ -28,7 +29,7 @@ struct Field {
 struct Api {
   std::string name;
   trace::Library library = trace::Library::kCudart;
-  uint32_t flags = 0;
+  uint64_t flags = 0;  // trace::ApiFlags
   std::vector<Field> fields;
   int count_slot = -1;
   int field_index(const std::string& field) const;
@@ -135,6 +136,17 @@ struct FaultRule {
   bool is_mem_cap() const { return index == trace::kFaultRuleSlots - 1; }
 };
 
+// A cuDNN problem of the trace (ProblemRecord), referred to by id from fields of type 'q'.
+// JSON Lines written before trace format 2 name problems by their text only: such a problem has
+// its text and hash, and typed == false (no dimensions, no layer identity beyond its hash).
+struct Problem {
+  uint32_t id = 0;
+  uint64_t hash = 0;
+  std::string text;  // common/problem_text.h
+  bool typed = false;
+  trace::ProblemDesc desc{};
+};
+
 // Converts raw ticks to CLOCK_MONOTONIC nanoseconds through the file's anchors.
 class Clock {
  public:
@@ -193,6 +205,13 @@ class Trace {
   const std::vector<FaultRule>& fault_rules() const { return fault_rules_; }
   const std::map<uint32_t, Stack>& stacks() const { return stacks_; }
   const Stack* stack(uint32_t id) const;
+  // Problems, knob sets and legacy algorithm results by the id a call field holds (types q, k, r);
+  // nullptr / "" for 0 or an id the trace has no record of.
+  const Problem* problem(uint64_t id) const { return id < problems_.size() && problems_[id].id ? &problems_[id] : nullptr; }
+  const std::vector<Problem>& problems() const { return problems_; }  // by id; entries with id 0 are unused
+  const std::string& knobs_text(uint64_t id) const;
+  const std::vector<trace::Knob>* knobs(uint64_t id) const;
+  const std::vector<trace::AlgoResult>* algo_results(uint64_t id) const;
   const std::vector<Module>& modules() const { return modules_; }  // sorted by start
   const Module* module_of(uint64_t pc) const;
   const FaultRule* fault_rule(int index) const;
@@ -230,6 +249,16 @@ class Trace {
   std::map<int, Device> devices_;
   std::map<uint32_t, int64_t> properties_;
   std::map<uint32_t, std::string> strings_;
+  std::vector<Problem> problems_;
+  struct KnobSet {
+    std::vector<trace::Knob> knobs;
+    std::string text;
+  };
+  std::map<uint32_t, KnobSet> knob_sets_;
+  std::map<uint32_t, std::vector<trace::AlgoResult>> algo_results_;
+  // Problems a JSON Lines reader (or a test) adds: by text, a text-only one when `desc` is null.
+  uint32_t add_problem(const std::string& text, uint64_t hash, const trace::ProblemDesc* desc);
+  uint32_t add_knobs_text(const std::string& text);
   std::vector<Crash> crashes_;
   std::vector<Count> counts_;
   std::vector<CudnnHandle> handles_;

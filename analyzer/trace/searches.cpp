@@ -3,7 +3,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 
 namespace cuprobe::reader {
 
@@ -31,21 +30,16 @@ double as_double(uint64_t bits) {
 
 }  // namespace
 
-std::vector<SearchCandidate> parse_legacy_results(const std::string& s) {
+std::vector<SearchCandidate> legacy_candidates(const std::vector<trace::AlgoResult>* results) {
   std::vector<SearchCandidate> out;
-  std::stringstream items(s);
-  std::string item;
-  while (std::getline(items, item, ';')) {
+  if (results == nullptr) return out;
+  for (const trace::AlgoResult& r : *results) {
     SearchCandidate c;
-    int algo = -1, status = 0, det = 0, math = 0;
-    double time = -1;
-    unsigned long long memory = 0;
-    if (std::sscanf(item.c_str(), "%d:%d:%lf:%llu:%d:%d", &algo, &status, &time, &memory, &det, &math) != 6) continue;
-    c.engine = algo;
-    c.build_status = status;
-    c.time_ms = status == 0 ? time : -1;
-    c.workspace = memory;
-    c.knobs = "math=" + std::to_string(math) + (det ? "" : ",nondeterministic");
+    c.engine = r.algo;
+    c.build_status = r.status;
+    c.time_ms = r.status == 0 ? double(r.time_ms) : -1;
+    c.workspace = r.memory;
+    c.knobs = "math=" + std::to_string(r.math_type) + (r.determinism ? "" : ",nondeterministic");
     out.push_back(c);
   }
   return out;
@@ -58,18 +52,17 @@ SearchTracker::SearchTracker(const Trace& trace, Sink sink) : trace_(trace), sin
   for (size_t id = 0; id < apis.size(); ++id) {
     const Api& a = apis[id];
     Fields& f = fields_[id];
-    f = Fields{a.field_index("desc"),   a.field_index("kind"),  a.field_index("problem"),  a.field_index("problem_hash"),
-               a.field_index("engine"), a.field_index("knobs"), a.field_index("workspace"), a.field_index("notes"),
-               a.field_index("plan"),   a.field_index("ms"),    a.field_index("size"),     a.field_index("results"),
-               a.field_index("algo"),   a.field_index("math"),  a.field_index("returned"), a.field_index("ws_ptr"),
-               a.field_index("align")};
-    if (a.name == "cudnnBackendFinalize") role_[id] = kFinalize;
-    else if (a.name == "cudnnBackendExecute") role_[id] = kExecute;
-    else if (a.name == "cudaEventElapsedTime") role_[id] = kElapsed;
+    f = Fields{a.field_index("desc"),  a.field_index("kind"),  a.field_index("problem"),  a.field_index("engine"),
+               a.field_index("knobs"), a.field_index("workspace"), a.field_index("notes"), a.field_index("plan"),
+               a.field_index("ms"),    a.field_index("size"),  a.field_index("results"),  a.field_index("algo"),
+               a.field_index("math"),  a.field_index("returned"), a.field_index("ws_ptr"), a.field_index("align")};
+    if (a.flags & trace::kApiPlanFinalize) role_[id] = kFinalize;
+    else if (a.flags & trace::kApiPlanExecute) role_[id] = kExecute;
+    else if (a.flags & trace::kApiEventTiming) role_[id] = kElapsed;
     else if (a.flags & trace::kApiDeviceAlloc) role_[id] = kAlloc;
-    else if ((a.flags & trace::kApiAlgoSearch) && a.name.rfind("cudnnFind", 0) == 0) role_[id] = kLegacyFind;
-    else if ((a.flags & trace::kApiAlgoSearch) && a.name.rfind("cudnnGet", 0) == 0) role_[id] = kLegacyGet;
-    else if ((a.flags & trace::kApiCudnnExec) && a.name.rfind("cudnnConvolution", 0) == 0) role_[id] = kLegacyConvExec;
+    else if (a.flags & trace::kApiLegacyFind) role_[id] = kLegacyFind;
+    else if (a.flags & trace::kApiLegacyGet) role_[id] = kLegacyGet;
+    else if (a.flags & trace::kApiLegacyConvExec) role_[id] = kLegacyConvExec;
   }
 }
 
@@ -100,7 +93,8 @@ void SearchTracker::on_event(const Event& e) {
     case kFinalize: {
       int64_t kind = i(e, f.kind);
       if (kind != kGraphKind && kind != kPlanKind) return;
-      uint64_t hash = u(e, f.problem_hash);
+      const Problem* problem = trace_.problem(u(e, f.problem));
+      uint64_t hash = problem ? problem->hash : 0;
       if (kind == kGraphKind && e.ret != 0) return;
       // Another problem, or the same one selected again after its plan was chosen (PyTorch
       // re-selects when a cached plan's workspace cannot be had): a new episode.
@@ -115,7 +109,8 @@ void SearchTracker::on_event(const Event& e) {
         ep.rec.device = e.device;
         ep.rec.api = "backend";
         ep.rec.mode = "heuristic";
-        ep.rec.problem = trace_.string(uint32_t(u(e, f.problem)));
+        ep.rec.problem = problem ? problem->text : std::string();
+        ep.rec.problem_info = problem;
         ep.rec.problem_hash = hash;
         ep.rec.start_ns = e.ts_ns;
         ep.rec.align = uint32_t(u(e, f.align));
@@ -126,7 +121,7 @@ void SearchTracker::on_event(const Event& e) {
         SearchCandidate c;
         c.plan = u(e, f.desc);
         c.engine = i(e, f.engine);
-        c.knobs = trace_.string(uint32_t(u(e, f.knobs)));
+        c.knobs = trace_.knobs_text(u(e, f.knobs));
         c.workspace = u(e, f.workspace);
         c.notes = uint32_t(u(e, f.notes));
         c.build_status = e.ret;
@@ -177,7 +172,8 @@ void SearchTracker::on_event(const Event& e) {
     }
     case kLegacyFind:
     case kLegacyGet: {
-      uint64_t hash = u(e, f.problem_hash);
+      const Problem* problem = trace_.problem(u(e, f.problem));
+      uint64_t hash = problem ? problem->hash : 0;
       auto old = ts.legacy.find(hash);
       if (old != ts.legacy.end()) {
         sink_(old->second.rec);  // asked again before running it: still incomplete
@@ -189,20 +185,22 @@ void SearchTracker::on_event(const Event& e) {
       r.device = e.device;
       r.api = trace_.api_name(e.api);
       r.mode = role == kLegacyFind ? "benchmark" : "heuristic";
-      r.problem = trace_.string(uint32_t(u(e, f.problem)));
+      r.problem = problem ? problem->text : std::string();
+      r.problem_info = problem;
       r.problem_hash = hash;
       r.start_ns = e.ts_ns;
       r.align = uint32_t(u(e, f.align));
       r.stack = e.stack;
       r.end_ns = e.ts_ns + e.dur_ns;
-      r.candidates = parse_legacy_results(trace_.string(uint32_t(u(e, f.results))));
+      r.candidates = legacy_candidates(trace_.algo_results(u(e, f.results)));
       for (const auto& c : r.candidates) r.plans_rejected += c.build_status != 0 ? 1 : 0;
       r.search_workspace = f.workspace >= 0 ? u(e, f.workspace) : 0;
       ts.legacy[hash] = LegacyPending{r};
       return;
     }
     case kLegacyConvExec: {
-      auto it = ts.legacy.find(u(e, f.problem_hash));
+      const Problem* problem = trace_.problem(u(e, f.problem));
+      auto it = ts.legacy.find(problem ? problem->hash : 0);
       if (it == ts.legacy.end()) return;
       SearchRecord& r = it->second.rec;
       int64_t algo = i(e, f.algo);

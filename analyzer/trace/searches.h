@@ -52,6 +52,7 @@ struct SearchRecord {
   std::string api;   // "backend" or the legacy function
   std::string mode;  // "benchmark" or "heuristic"
   std::string problem;
+  const Problem* problem_info = nullptr;  // typed, valid while the trace is; nullptr when unknown
   uint64_t problem_hash = 0;
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;  // when the winner started running (or the last event of the episode)
@@ -103,14 +104,13 @@ class SearchTracker {
   int open_episodes_ = 0;  // lets selecting() and in_episode() answer at once when none is open
   // Field indices per API id, resolved once.
   struct Fields {
-    int desc, kind, problem, problem_hash, engine, knobs, workspace, notes, plan, ms, size, results, algo, math,
-        returned, ws, align;
+    int desc, kind, problem, engine, knobs, workspace, notes, plan, ms, size, results, algo, math, returned, ws, align;
   };
   std::vector<Fields> fields_;
   std::vector<uint8_t> role_;  // what each API id is to the tracker
 };
 
-// Parses a legacy results string "algo:status:time_ms:memory:det:math;...".
-std::vector<SearchCandidate> parse_legacy_results(const std::string& s);
+// The candidates of a legacy search, from the algorithm results its call returned.
+std::vector<SearchCandidate> legacy_candidates(const std::vector<trace::AlgoResult>* results);
 
 }  // namespace cuprobe::reader

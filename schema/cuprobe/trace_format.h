@@ -24,7 +24,7 @@
 namespace cuprobe::trace {
 
 inline constexpr char kMagic[8] = {'C', 'U', 'P', 'R', 'O', 'B', 'E', '1'};
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;  // 2: role flags, 64-bit ApiInfo flags, problem/knob/result records
 // 64 KiB keeps every chunk aligned to the largest page size in use (aarch64 with 64 KiB pages),
 // so each segment of the file can be mapped on its own.
 inline constexpr uint32_t kFileHeaderSize = 64 * 1024;
@@ -130,6 +130,9 @@ enum class RecordType : uint16_t {
   kFaultRule = 10,   // one rule of the fault plan in force (FaultRuleRecord)
   kStack = 11,       // a distinct call stack, native and Python (StackRecord)
   kModule = 12,      // a loaded module, for offline symbolization (ModuleRecord)
+  kProblem = 13,     // a distinct cuDNN problem (problem.h ProblemRecordHead + ProblemDesc)
+  kKnobs = 14,       // a distinct knob set of an engine configuration (problem.h KnobsRecord)
+  kAlgoResults = 15, // the algorithms a legacy Find/Get call returned (problem.h AlgoResultsRecord)
 };
 
 // Common prefix of every record. Records never exceed a chunk, so 16 bits of size suffice.
@@ -176,7 +179,7 @@ inline constexpr int kMaxCallArgs = 16;
 enum class Library : uint16_t { kCudart = 1, kCudnn = 2, kDriver = 3, kTorch = 4 };
 
 // Classification of an API, written into the trace so readers need no built-in name lists.
-enum ApiFlags : uint32_t {
+enum ApiFlags : uint64_t {
   kApiDeviceAlloc = 1u << 0,  // allocates device memory (fields: ptr, size)
   kApiDeviceFree = 1u << 1,   // frees device memory (field: ptr)
   kApiHostAlloc = 1u << 2,    // allocates or registers host memory
@@ -209,21 +212,32 @@ enum ApiFlags : uint32_t {
   // cuMemAllocAsync, ...). Cheap by design, and freed memory stays in the pool, still in use on the
   // device, until the pool trims it.
   kApiPooled = 1u << 24,
+  // Roles of single cuDNN and CUDA functions the analysis follows (it never compares names).
+  kApiPlanFinalize = 1u << 25,    // cudnnBackendFinalize (fields desc, kind, problem, engine, knobs, ...)
+  kApiPlanExecute = 1u << 26,     // cudnnBackendExecute (fields plan, problem, engine, knobs, ...)
+  kApiLegacyFind = 1u << 27,      // cudnnFind*Algorithm(Ex): a timed search (fields problem, results, ...)
+  kApiLegacyGet = 1u << 28,       // cudnnGet*Algorithm_v7: heuristics (fields problem, results, ...)
+  kApiLegacyConvExec = 1u << 29,  // cudnnConvolution{Forward,BackwardData,BackwardFilter,BiasActivationForward}
+  kApiHandleCreate = 1u << 30,    // cudnnCreate (field handle): the handle and its device
+  kApiEventTiming = 1u << 31,     // cudaEventElapsedTime (field ms): the time between two events
 };
 
 // Field encoding inside ApiInfo::fields: "name:t,name:t" with t one of
 //   p pointer or handle (printed in hex)   u unsigned   i signed   x flags (hex)
 //   f float64 bit pattern                  s interned string id
+//   q problem id (kProblem record)         k knob set id (kKnobs)   r algorithm results id (kAlgoResults)
+// Id 0 of any kind means none (unknown).
 struct ApiInfo {
   RecordHeader h;  // h.aux is the API id
   uint16_t library;
   uint16_t name_len;
-  uint32_t flags;
   uint32_t fields_len;
+  uint64_t flags;      // ApiFlags
   int32_t count_slot;  // kApiCounted: ChunkHeader::counts row; kApiQuiet: quiet_counts index; else -1
+  uint32_t pad;
   char text[];  // name, then fields (no terminators)
 };
-static_assert(sizeof(ApiInfo) == 24);
+static_assert(sizeof(ApiInfo) == 32);
 
 struct ProcessInfo {
   RecordHeader h;

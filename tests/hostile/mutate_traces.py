@@ -52,8 +52,8 @@ RECORD_HEADER = {"type": (0, 1), "flags": (1, 1), "size": (2, 2), "aux": (4, 2),
 # Fields of each record type (RecordType), relative to the record.
 RECORD_FIELDS = {
     1: {"ret": (8, 4), "dur_ticks": (12, 4), "start_ticks": (16, 8), "tail[0]": (24, 8), "tail[1]": (32, 8)},  # kCall
-    2: {"library": (8, 2), "name_len": (10, 2), "flags": (12, 4), "fields_len": (16, 4), "count_slot": (20, 4),
-        "text": (24, 1)},  # kApiInfo
+    2: {"library": (8, 2), "name_len": (10, 2), "fields_len": (12, 4), "flags": (16, 8), "count_slot": (24, 4),
+        "text": (32, 1)},  # kApiInfo
     3: {"pid": (8, 4), "rank": (16, 4), "hostname_len": (32, 4), "cmdline_len": (36, 4), "exe_len": (40, 4),
         "cwd_len": (44, 4), "text": (48, 1)},  # kProcessInfo
     4: {"id": (8, 4), "len": (12, 4), "text": (16, 1)},  # kString

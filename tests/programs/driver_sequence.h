@@ -16,7 +16,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "driver_hooks.h"
+#include "cuprobe/hooks/driver_hooks.h"
 
 namespace driver_test {
 

@@ -124,7 +124,7 @@ TEST(CudnnCapture, BenchmarkSearchesAreRebuiltFromTheFrontendSequence) {
     ASSERT_NE(it, plans.end()) << e.dump();
     EXPECT_EQ(e["engine"], it->second["engine"]);
     EXPECT_EQ(e["knobs"], it->second["knobs"]);
-    EXPECT_EQ(e["problem_hash"], it->second["problem_hash"]);
+    EXPECT_EQ(e["problem"], it->second["problem"]);
     EXPECT_TRUE(e.contains("stream"));
     EXPECT_EQ(e["device"], 0);
   }

@@ -11,7 +11,7 @@
 #include <map>
 #include <sstream>
 
-#include "shim/driver_hooks.h"
+#include "cuprobe/hooks/driver_hooks.h"
 #include "support/run.h"
 
 namespace cuprobe::test {

@@ -326,10 +326,15 @@ TEST(Faults, CudnnRulesFollowProblemsEnginesAndPlans) {
     EXPECT_EQ(c["ret"], 3000);
     EXPECT_NE(c["problem"].get<std::string>().find("x[16,"), std::string::npos);
   }
-  // By regex and by hash, the same problem.
-  std::string hash = inj[0]["problem_hash"];
+  // By regex and by hash, the same problem: the hash is on the problem's own line of the dump.
+  std::string hash;
+  for (const auto& p : of_type(first.lines, "problem")) {
+    if (p["text"] == inj[0]["problem"]) hash = p["hash"];
+  }
+  ASSERT_FALSE(hash.empty()) << inj[0].dump();
   Traced by_hash = record_with("cudnn_hash", {"--fault", "cudnn-execute:EXECUTION_FAILED,problem=" + hash}, search);
-  for (const auto& c : by_hash.injected()) EXPECT_EQ(c["problem_hash"], hash);
+  ASSERT_FALSE(by_hash.injected().empty());
+  for (const auto& c : by_hash.injected()) EXPECT_EQ(c["problem"], inj[0]["problem"]);
   EXPECT_EQ(by_hash.r.status, 1) << "every execution of the problem failed: the search found no plan";
   EXPECT_NE(by_hash.r.err.find("no plan executed"), std::string::npos) << by_hash.r.err;
   Traced by_re = record_with("cudnn_re", {"--fault", "cudnn-execute:NOT_SUPPORTED,problem~^conv_fwd x\\[8,,max=1"}, search);

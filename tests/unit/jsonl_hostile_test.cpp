@@ -161,7 +161,7 @@ TEST(JsonlHostile, IntegerFieldsAreChecked) {
       {R"({"type":"stack","pid":1,"id":1,"python":[3]})", "\"python\": 3 is not an object"},
       {R"({"type":"count","pid":1,"api":"a","calls":-1})", "\"calls\": -1 is not"},
       {R"({"type":"api","pid":1,"name":"a","fields":"x:z"})", "\"fields\": \"x:z\" is not name:type"},
-      {R"({"type":"api","pid":1,"name":"a","flags":4294967296})", "\"flags\": 4294967296 is not"},
+      {R"({"type":"api","pid":1,"name":"a","flags":-1})", "\"flags\": -1 is not"},
       {R"({"type":"crash","pid":1,"signal":"SEGV"})", "\"signal\": \"SEGV\" is not a 32-bit integer"},
       {R"({"type":7,"pid":1})", "\"type\": 7 is not a string"},
       {R"({"pid":1})", "no \"type\""},

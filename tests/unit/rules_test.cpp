@@ -128,26 +128,6 @@ TEST(Rules, MessageTemplatesFormatTheirValues) {
 }  // namespace
 }  // namespace cuprobe::analysis
 
-namespace cuprobe::analysis {
-namespace {
-
-TEST(LayerKey, IgnoresBatchAndSpatialSizesButNotTheLayersShape) {
-  auto conv = [](int n, int c, int hw, int k, int stride) {
-    return fmt::format("conv_fwd x[{0},{1},{2},{2}]bf16 nhwc w[{3},{1},3,3]bf16 nhwc pad[1,1] str[{4},{4}] dil[1,1] g1 "
-                       "acc:f32 -> y[{0},{3},{2},{2}]bf16 nhwc",
-                       n, c, hw, k, stride);
-  };
-  EXPECT_EQ(layer_key(conv(32, 64, 96, 64, 1)), layer_key(conv(8, 64, 184, 64, 1)));
-  EXPECT_NE(layer_key(conv(32, 64, 96, 64, 1)), layer_key(conv(32, 32, 96, 64, 1)));   // input channels
-  EXPECT_NE(layer_key(conv(32, 64, 96, 64, 1)), layer_key(conv(32, 64, 96, 128, 1)));  // filters
-  EXPECT_NE(layer_key(conv(32, 64, 96, 64, 1)), layer_key(conv(32, 64, 96, 64, 2)));   // stride
-  EXPECT_NE(layer_key("conv_fwd x[1,2]f32"), layer_key("conv_dgrad x[1,2]f32"));
-  EXPECT_NE(layer_key(""), 0u);
-  EXPECT_NE(layer_key("broken x[1,2"), 0u);  // unterminated: no crash, still a key
-}
-
-}  // namespace
-}  // namespace cuprobe::analysis
 
 namespace cuprobe::analysis {
 namespace {

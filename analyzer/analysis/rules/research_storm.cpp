@@ -7,6 +7,7 @@
 
 #include "analysis/common.h"
 #include "analysis/rules.h"
+#include "trace/problem_view.h"
 
 namespace cuprobe::analysis {
 namespace {
@@ -43,10 +44,15 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
     std::set<uint64_t> shapes;
     std::set<std::string> ops;
     std::set<int64_t> batch, channels, spatial, align;
+    size_t untyped = 0;  // problems known by their text only (dumps of trace format 1)
     for (const auto* s : late) {
       if (s->align) align.insert(s->align);
       shapes.insert(s->problem_hash);
-      ProblemShape shape = parse_problem(s->problem);
+      reader::ProblemShape shape = reader::problem_shape(s->problem_info);
+      if (shape.op.empty()) {
+        ++untyped;
+        continue;
+      }
       ops.insert(shape.op);
       if (shape.dims.size() >= 2) {
         batch.insert(shape.dims[0]);
@@ -59,7 +65,13 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
     if (spatial.size() > 1) varying.push_back("spatial size varies " + range_of(spatial));
     if (channels.size() > 1) varying.push_back("channels vary " + range_of(channels));
     if (align.size() > 1) varying.push_back("pointer alignment varies " + range_of(align) + " bytes");
-    if (varying.empty()) varying.push_back("the same shapes, searched again");
+    if (untyped > 0) {
+      varying.push_back(fmt::format("what varies is not known for {} of them (problems of a trace recorded before trace "
+                                    "format 2, known by their text only)",
+                                    untyped));
+    } else if (varying.empty()) {
+      varying.push_back("the same shapes, searched again");
+    }
     // Searches per tenth of the run, to show they do not die down.
     std::vector<int> timeline(10, 0);
     for (const auto& s : p.searches) {
@@ -69,6 +81,7 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
     }
     std::string op_list;
     for (const auto& o : ops) op_list += (op_list.empty() ? "" : ", ") + o;
+    if (op_list.empty()) op_list = "cuDNN problems";
     std::string vary;
     for (const auto& v : varying) vary += (vary.empty() ? "" : "; ") + v;
     nlohmann::json ev = {{"process", process_label(p)},

@@ -4,28 +4,16 @@
 
 #include "analysis/common.h"
 #include "analysis/rules.h"
+#include "trace/problem_view.h"
+#include "cudnn_status.h"
 
 namespace cuprobe::analysis {
 namespace {
 
-const char* status_name(int32_t s) {
-  switch (s) {
-    case 2000: return "BAD_PARAM";
-    case 2003: return "BAD_PARAM_MISALIGNED_POINTER";
-    case 3000: return "NOT_SUPPORTED";
-    case 3002: return "NOT_SUPPORTED_SHAPE";
-    case 4000: return "INTERNAL_ERROR";
-    case 4004: return "INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED";
-    case 5000: return "EXECUTION_FAILED";
-    case 1001: return "NOT_INITIALIZED";
-    default: return "";
-  }
-}
-
 // Known reasons cuDNN rejects a problem, read from its signature and alignment.
 std::string known_causes(const CudnnFailure& f, double max_elements, double min_alignment) {
   std::string out;
-  ProblemShape s = parse_problem(f.problem);
+  reader::ProblemShape s = reader::problem_shape(f.problem_info);
   bool low_precision = s.dtype == "f16" || s.dtype == "bf16" || s.dtype.rfind("fp8", 0) == 0 || s.dtype == "i8";
   if (s.dims.size() >= 2 && low_precision && s.dims[1] % 8 != 0) {
     out += fmt::format("{} channels, not a multiple of 8: tensor-core kernels need multiples of 8 in {}; ", s.dims[1],
@@ -62,14 +50,13 @@ void unsupported_config(const RuleSpec& spec, const AllFacts& all, const Emit& e
       if (first_cause.empty()) first_cause = cause;
       items.push_back({{"api", f.api},
                        {"status", f.status},
-                       {"status_name", status_name(f.status)},
+                       {"status_name", cudnn_status_name(f.status) ? cudnn_status_name(f.status) : ""},
                        {"problem", f.problem},
                        {"count", f.count},
                        {"known_cause", cause}});
       if (problems.size() < 5) {
-        problems.push_back(fmt::format("{} {} {}x: {}{}", f.api, status_name(f.status)[0] ? status_name(f.status)
-                                                                                           : std::to_string(f.status).c_str(),
-                                       f.count, f.problem.empty() ? "(no problem known)" : f.problem,
+        problems.push_back(fmt::format("{} {} {}x: {}{}", f.api, cudnn_status_text(f.status), f.count,
+                                       f.problem.empty() ? "(no problem known)" : f.problem,
                                        cause.empty() ? "" : " -- " + cause));
       }
     }

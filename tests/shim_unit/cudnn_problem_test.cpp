@@ -1,6 +1,7 @@
-// Problem signatures and the descriptor mirror, driven through the same entry points the
-// cuDNN wrappers use: backend SetAttribute/Finalize mirroring and the legacy setters. The
-// signature of one problem must read the same from both APIs.
+// Typed problems and the descriptor mirror, driven through the same entry points the cuDNN
+// wrappers use: backend SetAttribute/Finalize mirroring and the legacy setters. One problem must
+// be the same ProblemDesc (hash, id and text) from both APIs; its text is rendered by
+// common/problem_text.h.
 #include <cudnn.h>
 #include <gtest/gtest.h>
 
@@ -10,7 +11,9 @@
 
 #include "cudnn_capture.h"
 #include "cudnn_mirror.h"
-#include "cudnn_signature.h"
+#include "cudnn_problem.h"
+#include "problem_table.h"
+#include "problem_text.h"
 
 namespace cuprobe::shim {
 namespace {
@@ -62,14 +65,22 @@ std::string backend_graph_signature(cudnnBackendDescriptorType_t op_type, cudnnB
   set(op, a1, CUDNN_TYPE_BACKEND_DESCRIPTOR, &t1, 1);
   EXPECT_NE(desc_create(graph, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR), nullptr);
   set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, &op, 1);
-  SigBuilder sig;
+  trace::ProblemDesc d{};
   int64_t min_align = 0;
-  EXPECT_TRUE(graph_signature(sig, desc_find(graph)->u.graph, &min_align));
+  EXPECT_TRUE(graph_problem(d, desc_find(graph)->u.graph, &min_align));
   if (align) *align = min_align;
-  return sig.str();
+  char text[1024];
+  render_problem(d, text, sizeof text);
+  return text;
 }
 
-TEST(Signature, BackendForwardConvolutionReadsLikeTheDocumentedExample) {
+std::string text_of(const trace::ProblemDesc& d) {
+  char text[1024];
+  render_problem(d, text, sizeof text);
+  return text;
+}
+
+TEST(Problem, BackendForwardConvolutionReadsLikeTheDocumentedExample) {
   backend_tensor(handle(1), {16, 64, 32, 32}, {65536, 1024, 32, 1}, 1);
   backend_tensor(handle(2), {64, 64, 3, 3}, {576, 9, 3, 1}, 2, CUDNN_DATA_FLOAT, 8);
   backend_tensor(handle(3), {16, 64, 32, 32}, {65536, 1024, 32, 1}, 3);
@@ -85,7 +96,7 @@ TEST(Signature, BackendForwardConvolutionReadsLikeTheDocumentedExample) {
   EXPECT_EQ(align, 8);  // the smallest byte alignment over the graph's tensors
 }
 
-TEST(Signature, ChannelsLastGroupsAsymmetricPaddingAndDgradRoles) {
+TEST(Problem, ChannelsLastGroupsAsymmetricPaddingAndDgradRoles) {
   // Depthwise 3x3 (groups 32) in channels-last, backward data.
   backend_tensor(handle(21), {8, 32, 14, 14}, {6272, 1, 448, 32}, 1, CUDNN_DATA_HALF);  // dy
   backend_tensor(handle(22), {32, 1, 3, 3}, {9, 1, 3, 1}, 2, CUDNN_DATA_HALF);          // w
@@ -100,7 +111,7 @@ TEST(Signature, ChannelsLastGroupsAsymmetricPaddingAndDgradRoles) {
             "dx[8,32,15,15]f16 nhwc");
 }
 
-TEST(Signature, OddStridesAreSpelledOut) {
+TEST(Problem, OddStridesAreSpelledOut) {
   TensorState t{};
   t.dtype = CUDNN_DATA_FLOAT;
   t.nbdims = 4;
@@ -109,12 +120,51 @@ TEST(Signature, OddStridesAreSpelledOut) {
     t.dims[i] = dims[i];
     t.strides[i] = strides[i];
   }
-  SigBuilder b;
-  b.tensor("x", t);
-  EXPECT_STREQ(b.str(), "x[2,3,4,5]f32 str[100,20,5,1]");
+  trace::ProblemDesc d{};
+  d.op = uint16_t(trace::ProblemOp::kPointwise);
+  d.n_tensors = 1;
+  problem_tensor(d.tensors[0], trace::TensorRole::kA, t);
+  EXPECT_EQ(text_of(d), "pw a[2,3,4,5]f32 str[100,20,5,1]");
+  // The same dims packed channels-last are named, and the strides are no longer part of it.
+  int64_t last[4] = {60, 1, 15, 3};
+  for (int i = 0; i < 4; ++i) t.strides[i] = last[i];
+  trace::ProblemDesc nhwc{};
+  nhwc.op = d.op;
+  nhwc.n_tensors = 1;
+  problem_tensor(nhwc.tensors[0], trace::TensorRole::kA, t);
+  EXPECT_EQ(text_of(nhwc), "pw a[2,3,4,5]f32 nhwc");
+  EXPECT_NE(trace::problem_hash(nhwc), trace::problem_hash(d));
 }
 
-TEST(Signature, LegacyAndBackendGiveTheSameProblem) {
+TEST(Problem, InterningComparesContentAndIgnoresTheMathTypeInTheHash) {
+  trace::ProblemDesc a{};
+  a.op = uint16_t(trace::ProblemOp::kBnFwdTrain);
+  a.n_params = 2;
+  a.params[0] = 1;
+  a.params[1] = -1;
+  a.math_type = -1;
+  trace::ProblemDesc b = a;
+  b.params[0] = 2;
+  uint64_t ha = 0, hb = 0, ha2 = 0;
+  uint32_t ia = intern_problem(t_state, a, &ha);
+  uint32_t ib = intern_problem(t_state, b, &hb);
+  EXPECT_NE(ia, 0u);
+  EXPECT_NE(ib, 0u);
+  EXPECT_NE(ia, ib);
+  EXPECT_NE(ha, hb);
+  EXPECT_EQ(intern_problem(t_state, a, &ha2), ia);
+  EXPECT_EQ(ha2, ha);
+  EXPECT_EQ(problem_hash_of(ia), ha);
+  // Another math type: recorded as another entry of the same problem.
+  trace::ProblemDesc c = a;
+  c.math_type = 1;
+  uint64_t hc = 0;
+  uint32_t ic = intern_problem(t_state, c, &hc);
+  EXPECT_NE(ic, ia);
+  EXPECT_EQ(hc, ha);
+}
+
+TEST(Problem, LegacyAndBackendGiveTheSameProblem) {
   backend_tensor(handle(41), {16, 64, 32, 32}, {65536, 1024, 32, 1}, 1);
   backend_tensor(handle(42), {128, 64, 3, 3}, {576, 9, 3, 1}, 2);
   backend_tensor(handle(43), {16, 128, 16, 16}, {32768, 256, 16, 1}, 3);
@@ -123,8 +173,9 @@ TEST(Signature, LegacyAndBackendGiveTheSameProblem) {
       CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, handle(41),
       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, handle(42), CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, handle(43),
       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, handle(44), 50);
-  SigBuilder expected;
-  expected.text(backend.c_str());
+  trace::ProblemDesc backend_desc{};
+  int64_t unused_align = 0;
+  ASSERT_TRUE(graph_problem(backend_desc, desc_find(handle(50 + 2))->u.graph, &unused_align));
 
   const int xd[4] = {16, 64, 32, 32}, wd[4] = {128, 64, 3, 3}, yd[4] = {16, 128, 16, 16};
   const int pad[2] = {1, 1}, stride[2] = {2, 2}, dil[2] = {1, 1};
@@ -132,18 +183,18 @@ TEST(Signature, LegacyAndBackendGiveTheSameProblem) {
   set_legacy_filter(handle(62), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 4, wd);
   set_legacy_tensor(handle(63), CUDNN_DATA_FLOAT, 4, yd, nullptr, CUDNN_TENSOR_NCHW);
   set_legacy_conv(handle(64), 2, pad, stride, dil, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
-  ProblemRef legacy = legacy_conv_problem("conv_fwd", handle(61), handle(62), handle(64), handle(63));
-  EXPECT_NE(legacy.sid, 0u);
-  EXPECT_EQ(legacy.hash, expected.hash()) << backend;
+  ProblemRef legacy = legacy_conv_problem(ProblemOp::kConvFwd, handle(61), handle(62), handle(64), handle(63));
+  EXPECT_NE(legacy.id, 0u);
+  EXPECT_EQ(legacy.hash, trace::problem_hash(backend_desc)) << backend;
   // Served from the per-thread cache the second time, with the same answer.
-  ProblemRef again = legacy_conv_problem("conv_fwd", handle(61), handle(62), handle(64), handle(63));
-  EXPECT_EQ(again.sid, legacy.sid);
+  ProblemRef again = legacy_conv_problem(ProblemOp::kConvFwd, handle(61), handle(62), handle(64), handle(63));
+  EXPECT_EQ(again.id, legacy.id);
   EXPECT_EQ(again.hash, legacy.hash);
   // A different shape is a different problem.
   const int xd2[4] = {8, 64, 32, 32}, yd2[4] = {8, 128, 16, 16};
   set_legacy_tensor(handle(61), CUDNN_DATA_FLOAT, 4, xd2, nullptr, CUDNN_TENSOR_NCHW);
   set_legacy_tensor(handle(63), CUDNN_DATA_FLOAT, 4, yd2, nullptr, CUDNN_TENSOR_NCHW);
-  EXPECT_NE(legacy_conv_problem("conv_fwd", handle(61), handle(62), handle(64), handle(63)).hash, legacy.hash);
+  EXPECT_NE(legacy_conv_problem(ProblemOp::kConvFwd, handle(61), handle(62), handle(64), handle(63)).hash, legacy.hash);
 }
 
 TEST(Mirror, MillionsOfShortLivedDescriptorsUseBoundedMemoryAndIdsStayUnique) {

@@ -91,7 +91,7 @@
   X(cudaError_t, cudaEventRecordWithFlags_ptsz, cudaEventRecordWithFlags,                         \
     (cudaEvent_t event, cudaStream_t stream, unsigned int flags), (event, stream, flags), Event)  \
   X(cudaError_t, cudaEventElapsedTime, cudaEventElapsedTime,                                      \
-    (float* ms, cudaEvent_t start, cudaEvent_t end), (ms, start, end), Event)                     \
+    (float* ms, cudaEvent_t start, cudaEvent_t end), (ms, start, end), Event | EventTiming)       \
   X(cudaError_t, cudaEventDestroy, cudaEventDestroy, (cudaEvent_t event), (event), Event)         \
   /* streams */                                                                                   \
   X(cudaError_t, cudaStreamCreate, cudaStreamCreate, (cudaStream_t * pStream), (pStream),         \

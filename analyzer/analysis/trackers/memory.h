@@ -1,0 +1,105 @@
+// Device memory as the process used it: allocations and frees replayed (addresses and physical
+// handles), virtual address reservations and mappings, stream-ordered pools, the device's own
+// memory samples against what was seen, out-of-memory failures with what was live then (and
+// the framework's report of them), and allocation churn after warm-up.
+//
+// Memory is bounded by what is live at once, not by the trace's length.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "analysis/trackers/searches.h"
+#include "analysis/trackers/tracker.h"
+#include "analysis/trackers/warmup.h"
+
+namespace cuprobe::analysis {
+
+// Which of the memory tracker's kinds a call is, in the order they are told apart: a call is
+// at most one of them, and a call that is one is the memory tracker's alone (a synchronizing
+// API's call among them is not counted as a synchronization).
+enum class MemoryCall { kNone, kAlloc, kFree, kAddressSpace, kSample, kOomReport };
+inline MemoryCall memory_call(const ApiView& v, const reader::Event& e) {
+  constexpr uint64_t kAddressSpace = trace::kApiVaReserve | trace::kApiVaFree | trace::kApiMap | trace::kApiUnmap;
+  if (v.flags & trace::kApiDeviceAlloc) return MemoryCall::kAlloc;  // failed ones too: out of memory
+  if ((v.flags & trace::kApiDeviceFree) && e.ret == 0) return MemoryCall::kFree;
+  if ((v.flags & kAddressSpace) && e.ret == 0) return MemoryCall::kAddressSpace;
+  if ((v.flags & trace::kApiMemInfo) && e.sample && e.ret == 0 && e.device >= 0) return MemoryCall::kSample;
+  if (v.flags & trace::kApiOomReport) return MemoryCall::kOomReport;
+  return MemoryCall::kNone;
+}
+
+class MemoryTracker {
+ public:
+  // `searches`: allocations while a thread chooses a plan are that search's workspace.
+  // `warmup`: allocation churn counts from the end of warm-up.
+  MemoryTracker(const reader::Trace& trace, const SearchesTracker& searches, const WarmupTracker& warmup);
+  void on_event(const reader::Event& e, const ApiView& v) {
+    ++events_;
+    if (MemoryCall kind = memory_call(v, e); kind != MemoryCall::kNone) on_memory_call(kind, e, v);
+    // cuDNN work that ran: the process went on after its out-of-memory failures.
+    if (v.runs_problem() && e.ret == 0 && continued_upto_ < ooms_.size()) mark_continued();
+  }
+  // memory, coverage, ooms, steady_allocs, steady_frees, steady_alloc_ns, steady_alloc_bytes,
+  // steady_alloc_stacks.
+  void finish(ProcessFacts& f);
+
+  // A live allocation as the pass keeps it: no strings, which are made only for the few an
+  // out-of-memory report names.
+  struct LiveAllocation {
+    uint64_t size = 0;
+    uint64_t ts_ns = 0;
+    uint64_t caller = 0;
+    uint32_t tid = 0;
+    uint16_t api = 0;
+    int16_t device = -1;
+    bool during_search = false;
+    uint32_t stack = 0;
+    std::string search_problem;  // only while cuDNN chose a plan (rare)
+  };
+
+ private:
+  struct Churn {
+    uint64_t allocs = 0, frees = 0, ns = 0, bytes = 0;
+    std::vector<uint32_t> stacks;  // of the allocations that have one (the first 4096)
+  };
+  // Live bytes per allocation site: (API, calling module address, or the stack tagged kHandleTag).
+  using Site = std::pair<uint16_t, uint64_t>;
+
+  void on_memory_call(MemoryCall kind, const reader::Event& e, const ApiView& v);
+  void on_alloc(const reader::Event& e, const ApiView& v);
+  void on_free(const reader::Event& e, const ApiView& v);
+  void on_address_space(const reader::Event& e, const ApiView& v);
+  void on_sample(const reader::Event& e, const ApiView& v);
+  void on_oom_report(const reader::Event& e, const ApiView& v);
+  void describe_live(OomEvent& o);
+  void mark_continued();
+
+  const reader::Trace& trace_;
+  const SearchesTracker& searches_;
+  const WarmupTracker& warmup_;
+  uint64_t events_ = 0;
+  std::map<int, DeviceMemory> memory_;
+  std::map<int, MemoryCoverage> coverage_;
+  std::vector<OomEvent> ooms_;
+  std::unordered_map<uint64_t, LiveAllocation> live_;
+  // Live bytes per device and allocation site, and their split at the device's peak: owners are
+  // named once, at the end.
+  std::map<int, std::map<Site, uint64_t>> site_live_, peak_sites_;
+  // Physical pages each thread created since its last mapping: the pieces of a request in progress.
+  std::unordered_map<uint32_t, uint64_t> pending_pages_;
+  // Out-of-memory bookkeeping: each thread's latest failure until its next allocation, and the
+  // failures not yet followed by successful work.
+  std::unordered_map<uint32_t, size_t> last_oom_of_thread_;
+  size_t continued_upto_ = 0;
+  std::deque<std::pair<uint64_t, uint64_t>> recent_frees_;  // (ts, bytes) in the last second
+  // Churn from both possible ends of warm-up; which one holds is known at the end of the pass.
+  Churn after_fraction_, after_second_pass_;
+};
+
+}  // namespace cuprobe::analysis

@@ -1,0 +1,27 @@
+// Synchronizations; see syncs.h.
+#include "analysis/trackers/syncs.h"
+
+#include "analysis/trackers/memory.h"
+
+namespace cuprobe::analysis {
+
+SyncTracker::SyncTracker(const reader::Trace& trace, const SearchesTracker& searches)
+    : trace_(trace), searches_(searches), calls_(trace.apis().size(), 0), time_(trace.apis().size(), 0) {}
+
+// Only APIs the trace describes have flags: e.api is in range.
+void SyncTracker::on_sync(const reader::Event& e, const ApiView& v) {
+  ++calls_[e.api];
+  if (memory_call(v, e) != MemoryCall::kNone) return;  // the memory tracker's call (memory.h)
+  if (searches_.selecting(e.tid) == nullptr) time_[e.api] += e.dur_ns;
+  ++syncs_;
+}
+
+void SyncTracker::finish(ProcessFacts& f) {
+  const auto& apis = trace_.apis();
+  for (size_t id = 0; id < calls_.size(); ++id) {
+    if (calls_[id]) f.sync_ns[apis[id].name] += time_[id];
+  }
+  f.sync_calls = syncs_;
+}
+
+}  // namespace cuprobe::analysis

@@ -1,0 +1,415 @@
+// Problem, knob and data type texts; see problem_text.h.
+#include "problem_text.h"
+
+#include <cudnn.h>
+
+#include <cstring>
+
+namespace cuprobe {
+
+namespace {
+
+using trace::Layout;
+using trace::ProblemConv;
+using trace::ProblemDesc;
+using trace::ProblemOp;
+using trace::ProblemTensor;
+using trace::TensorRole;
+
+// Appends to a fixed buffer, counting what did not fit.
+class Out {
+ public:
+  Out(char* buf, size_t cap) : buf_(buf), cap_(cap) {}
+  void ch(char c) {
+    if (len_ + 1 < cap_) buf_[len_] = c;
+    ++len_;
+  }
+  void text(const char* s) {
+    for (; s && *s; ++s) ch(*s);
+  }
+  void num(int64_t v) {
+    char tmp[24];
+    int n = 0;
+    uint64_t u = v < 0 ? uint64_t(0) - uint64_t(v) : uint64_t(v);
+    do {
+      tmp[n++] = char('0' + u % 10);
+      u /= 10;
+    } while (u != 0);
+    if (v < 0) ch('-');
+    while (n > 0) ch(tmp[--n]);
+  }
+  template <typename T>
+  void list(const T* v, int n) {
+    ch('[');
+    for (int i = 0; i < n; ++i) {
+      if (i) ch(',');
+      num(int64_t(v[i]));
+    }
+    ch(']');
+  }
+  size_t finish() {
+    if (cap_ > 0) buf_[len_ < cap_ ? len_ : cap_ - 1] = 0;
+    return len_;
+  }
+
+ private:
+  char* buf_;
+  size_t cap_;
+  size_t len_ = 0;
+};
+
+const char* layout_text(const ProblemTensor& t) {
+  static const char* const kFirst[6] = {nullptr, nullptr, nullptr, "ncw", "nchw", "ncdhw"};
+  static const char* const kLast[6] = {nullptr, nullptr, nullptr, "nwc", "nhwc", "ndhwc"};
+  bool named_rank = t.nbdims >= 3 && t.nbdims <= 5;
+  switch (Layout(t.layout)) {
+    case Layout::kChannelsFirst: return named_rank ? kFirst[t.nbdims] : nullptr;
+    case Layout::kChannelsLast: return named_rank ? kLast[t.nbdims] : nullptr;
+    case Layout::kVectC: return "nchw_vect_c";
+    default: return nullptr;
+  }
+}
+
+void tensor(Out& o, const ProblemTensor& t) {
+  int n = t.nbdims <= trace::kProblemMaxDims ? t.nbdims : trace::kProblemMaxDims;
+  o.text(tensor_role_text(TensorRole(t.role)));
+  o.list(t.dims, n);
+  o.text(dtype_text(t.dtype));
+  o.ch(' ');
+  if (const char* layout = layout_text(t)) {
+    o.text(layout);
+  } else {
+    o.text("str");
+    o.list(t.strides, n);
+  }
+}
+
+void conv_params(Out& o, const ProblemConv& c) {
+  int n = c.spatial > 0 && c.spatial <= 3 ? c.spatial : 2;
+  bool symmetric = true;
+  for (int i = 0; i < n; ++i) symmetric = symmetric && c.pre[i] == c.post[i];
+  o.text("pad");
+  o.list(c.pre, n);
+  if (!symmetric) {
+    o.ch(':');
+    o.list(c.post, n);
+  }
+  o.text(" str");
+  o.list(c.stride, n);
+  o.text(" dil");
+  o.list(c.dilation, n);
+  o.text(" g");
+  o.num(c.groups > 0 ? c.groups : 1);
+  o.text(" acc:");
+  o.text(dtype_text(c.compute));
+  if (c.mode == CUDNN_CONVOLUTION) o.text(" flip");
+}
+
+const char* pointwise_text(int mode) {
+  switch (mode) {
+    case CUDNN_POINTWISE_ADD: return "add";
+    case CUDNN_POINTWISE_MUL: return "mul";
+    case CUDNN_POINTWISE_SUB: return "sub";
+    case CUDNN_POINTWISE_DIV: return "div";
+    case CUDNN_POINTWISE_MAX: return "max";
+    case CUDNN_POINTWISE_MIN: return "min";
+    case CUDNN_POINTWISE_SQRT: return "sqrt";
+    case CUDNN_POINTWISE_EXP: return "exp";
+    case CUDNN_POINTWISE_IDENTITY: return "identity";
+    case CUDNN_POINTWISE_RELU_FWD: return "relu";
+    case CUDNN_POINTWISE_TANH_FWD: return "tanh";
+    case CUDNN_POINTWISE_SIGMOID_FWD: return "sigmoid";
+    case CUDNN_POINTWISE_GELU_FWD: return "gelu";
+    case CUDNN_POINTWISE_SWISH_FWD: return "swish";
+    case CUDNN_POINTWISE_RELU_BWD: return "relu_bwd";
+    case CUDNN_POINTWISE_GELU_BWD: return "gelu_bwd";
+    default: return nullptr;
+  }
+}
+
+const char* bn_mode_text(int64_t mode) {
+  switch (mode) {
+    case CUDNN_BATCHNORM_PER_ACTIVATION: return "per_activation";
+    case CUDNN_BATCHNORM_SPATIAL: return "spatial";
+    case CUDNN_BATCHNORM_SPATIAL_PERSISTENT: return "spatial_persistent";
+    default: return "mode?";
+  }
+}
+
+const char* bn_ops_text(int64_t ops) {
+  switch (ops) {
+    case CUDNN_BATCHNORM_OPS_BN: return "bn";
+    case CUDNN_BATCHNORM_OPS_BN_ACTIVATION: return "bn_act";
+    case CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION: return "bn_add_act";
+    default: return nullptr;
+  }
+}
+
+const char* pool_mode_text(int64_t mode) {
+  switch (mode) {
+    case CUDNN_POOLING_MAX: return "max";
+    case CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING: return "avg_incl_pad";
+    case CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING: return "avg";
+    case CUDNN_POOLING_MAX_DETERMINISTIC: return "max_det";
+    default: return "pool?";
+  }
+}
+
+const char* rnn_cell_text(int64_t cell) {
+  switch (cell) {
+    case CUDNN_RNN_RELU: return "rnn_relu";
+    case CUDNN_RNN_TANH: return "rnn_tanh";
+    case CUDNN_LSTM: return "lstm";
+    case CUDNN_GRU: return "gru";
+    default: return "cell?";
+  }
+}
+
+bool is_conv(ProblemOp op) { return op == ProblemOp::kConvFwd || op == ProblemOp::kConvDgrad || op == ProblemOp::kConvWgrad; }
+
+int64_t param(const ProblemDesc& p, int i) { return i < p.n_params && i < trace::kProblemMaxParams ? p.params[i] : 0; }
+
+int clamp3(int64_t n) { return n < 0 ? 0 : (n > 3 ? 3 : int(n)); }
+
+}  // namespace
+
+const char* dtype_text(int dtype) {
+  switch (dtype) {
+    case CUDNN_DATA_FLOAT: return "f32";
+    case CUDNN_DATA_DOUBLE: return "f64";
+    case CUDNN_DATA_HALF: return "f16";
+    case CUDNN_DATA_INT8: return "i8";
+    case CUDNN_DATA_INT32: return "i32";
+    case CUDNN_DATA_UINT8: return "u8";
+    case CUDNN_DATA_BFLOAT16: return "bf16";
+    case CUDNN_DATA_INT64: return "i64";
+    case CUDNN_DATA_BOOLEAN: return "bool";
+    case CUDNN_DATA_FP8_E4M3: return "fp8e4m3";
+    case CUDNN_DATA_FP8_E5M2: return "fp8e5m2";
+    case CUDNN_DATA_FAST_FLOAT_FOR_FP8: return "ffp8";
+    case CUDNN_DATA_FP8_E8M0: return "fp8e8m0";
+    case CUDNN_DATA_FP4_E2M1: return "fp4e2m1";
+    case CUDNN_DATA_INT4: return "i4";
+    case CUDNN_DATA_UINT4: return "u4";
+    case CUDNN_DATA_UINT32: return "u32";
+    default: return "t?";
+  }
+}
+
+const char* problem_op_text(ProblemOp op) {
+  switch (op) {
+    case ProblemOp::kConvFwd: return "conv_fwd";
+    case ProblemOp::kConvDgrad: return "conv_dgrad";
+    case ProblemOp::kConvWgrad: return "conv_wgrad";
+    case ProblemOp::kPointwise: return "pw";
+    case ProblemOp::kGenStats: return "genstats";
+    case ProblemOp::kMatmul: return "matmul";
+    case ProblemOp::kBnFinalize: return "bn_finalize";
+    case ProblemOp::kReduce: return "reduce";
+    case ProblemOp::kBnBwdWeights: return "bn_bwd_weights";
+    case ProblemOp::kResampleFwd: return "resample_fwd";
+    case ProblemOp::kResampleBwd: return "resample_bwd";
+    case ProblemOp::kConcat: return "concat";
+    case ProblemOp::kSignal: return "signal";
+    case ProblemOp::kNormFwd: return "norm_fwd";
+    case ProblemOp::kNormBwd: return "norm_bwd";
+    case ProblemOp::kReshape: return "reshape";
+    case ProblemOp::kRng: return "rng";
+    case ProblemOp::kSdpaFwd: return "sdpa_fwd";
+    case ProblemOp::kSdpaBwd: return "sdpa_bwd";
+    case ProblemOp::kOtherOp: return "op";
+    case ProblemOp::kBnFwdTrain: return "bn_fwd_train";
+    case ProblemOp::kBnBwd: return "bn_bwd";
+    case ProblemOp::kBnFwdInfer: return "bn_fwd_infer";
+    case ProblemOp::kRnn: return "rnn";
+    case ProblemOp::kRnnFwd: return "rnn_fwd";
+    case ProblemOp::kRnnBwdData: return "rnn_bwd_data";
+    case ProblemOp::kRnnBwdWeights: return "rnn_bwd_weights";
+    case ProblemOp::kPoolFwd: return "pool_fwd";
+    case ProblemOp::kPoolBwd: return "pool_bwd";
+    case ProblemOp::kCtcLoss: return "ctc_loss";
+    case ProblemOp::kStSamplerFwd: return "st_sampler_fwd";
+    case ProblemOp::kStSamplerBwd: return "st_sampler_bwd";
+    case ProblemOp::kStGridFwd: return "st_grid_fwd";
+    case ProblemOp::kStGridBwd: return "st_grid_bwd";
+    default: return "op?";
+  }
+}
+
+const char* tensor_role_text(TensorRole role) {
+  switch (role) {
+    case TensorRole::kX: return "x";
+    case TensorRole::kW: return "w";
+    case TensorRole::kY: return "y";
+    case TensorRole::kDy: return "dy";
+    case TensorRole::kDx: return "dx";
+    case TensorRole::kDw: return "dw";
+    case TensorRole::kA: return "a";
+    case TensorRole::kB: return "b";
+    case TensorRole::kC: return "c";
+    case TensorRole::kOut: return "out";
+    case TensorRole::kProbs: return "probs";
+    default: return "?";
+  }
+}
+
+size_t render_problem(const ProblemDesc& p, char* buf, size_t cap) {
+  Out o(buf, cap);
+  ProblemOp op = ProblemOp(p.op);
+  int nt = p.n_tensors <= trace::kProblemMaxTensors ? p.n_tensors : trace::kProblemMaxTensors;
+  const ProblemTensor* t = p.tensors;
+  if (is_conv(op) && (p.flags & trace::kProblemHasConv) && nt == 3) {
+    // x w -> y, dy w -> dx, x dy -> dw
+    o.text(problem_op_text(op));
+    o.ch(' ');
+    tensor(o, t[0]);
+    o.ch(' ');
+    tensor(o, t[1]);
+    o.ch(' ');
+    conv_params(o, p.conv);
+    o.text(" -> ");
+    tensor(o, t[2]);
+    if (p.flags & trace::kProblemBiasAct) o.text(" +bias +act");
+  } else if (op == ProblemOp::kBnFwdTrain || op == ProblemOp::kBnBwd || op == ProblemOp::kBnFwdInfer) {
+    o.text(problem_op_text(op));
+    if (nt > 0) {
+      o.ch(' ');
+      tensor(o, t[0]);
+    }
+    o.text(" mode:");
+    o.text(bn_mode_text(param(p, 0)));
+    if (const char* name = bn_ops_text(param(p, 1))) {
+      o.text(" ops:");
+      o.text(name);
+    }
+  } else if (op == ProblemOp::kPoolFwd || op == ProblemOp::kPoolBwd) {
+    int n = clamp3(param(p, 1));
+    int64_t window[3], pad[3], stride[3];
+    for (int i = 0; i < n; ++i) {
+      window[i] = param(p, 2 + i);
+      pad[i] = param(p, 5 + i);
+      stride[i] = param(p, 8 + i);
+    }
+    o.text(problem_op_text(op));
+    o.ch(' ');
+    o.text(pool_mode_text(param(p, 0)));
+    if (nt > 0) {
+      o.ch(' ');
+      tensor(o, t[0]);
+    }
+    o.text(" win");
+    o.list(window, n);
+    o.text(" pad");
+    o.list(pad, n);
+    o.text(" str");
+    o.list(stride, n);
+    if (nt > 1) {
+      o.text(" -> ");
+      tensor(o, t[1]);
+    }
+  } else if (op >= ProblemOp::kRnn && op <= ProblemOp::kRnnBwdWeights) {
+    o.text(problem_op_text(op));
+    o.ch(' ');
+    o.text(rnn_cell_text(param(p, 0)));
+    o.text(" in");
+    o.num(param(p, 1));
+    o.text(" hid");
+    o.num(param(p, 2));
+    if (param(p, 3) != param(p, 2) && param(p, 3) > 0) {
+      o.text(" proj");
+      o.num(param(p, 3));
+    }
+    o.text(" layers");
+    o.num(param(p, 4));
+    o.text(param(p, 5) == CUDNN_BIDIRECTIONAL ? " bidir " : " unidir ");
+    o.text(dtype_text(int(param(p, 6))));
+    o.text(" x[seq");
+    o.num(param(p, 7));
+    o.text(",batch");
+    o.num(param(p, 8));
+    o.text(",vec");
+    o.num(param(p, 9));
+    o.ch(']');
+    int64_t mode = param(p, 10);
+    if (mode >= 0) o.text(mode == CUDNN_FWD_MODE_TRAINING ? " training" : " inference");
+  } else if (op == ProblemOp::kCtcLoss) {
+    o.text("ctc_loss");
+    if (nt > 0) {
+      o.ch(' ');
+      tensor(o, t[0]);
+    }
+    o.text(param(p, 0) == CUDNN_CTC_LOSS_ALGO_DETERMINISTIC ? " algo:deterministic" : " algo:nondeterministic");
+  } else if (op >= ProblemOp::kStSamplerFwd && op <= ProblemOp::kStGridBwd) {
+    int64_t n = param(p, 0);
+    n = n < 0 ? 0 : (n > 5 ? 5 : n);
+    int64_t dims[5];
+    for (int i = 0; i < n; ++i) dims[i] = param(p, 1 + i);
+    o.text(problem_op_text(op));
+    o.text(" dims");
+    o.list(dims, int(n));
+    o.ch(' ');
+    o.text(dtype_text(int(param(p, 6))));
+    for (int i = 0; i < nt; ++i) {
+      o.text(TensorRole(t[i].role) == TensorRole::kX ? " " : " -> ");
+      tensor(o, t[i]);
+    }
+    o.text(param(p, 7) == CUDNN_SAMPLER_BILINEAR ? " bilinear" : " sampler?");
+  } else {
+    // A backend graph whose main operation is not a convolution: its tensors a b c -> out.
+    o.text(problem_op_text(op));
+    for (int i = 0; i < nt; ++i) {
+      o.text(TensorRole(t[i].role) == TensorRole::kOut ? " -> " : " ");
+      tensor(o, t[i]);
+    }
+  }
+  int nf = p.n_fused <= trace::kProblemMaxFused ? p.n_fused : trace::kProblemMaxFused;
+  for (int i = 0; i < nf; ++i) {
+    o.text(" +");
+    o.text(problem_op_text(ProblemOp(p.fused[i].op)));
+    if (ProblemOp(p.fused[i].op) == ProblemOp::kPointwise) {
+      o.ch(':');
+      if (const char* name = pointwise_text(p.fused[i].mode)) {
+        o.text(name);
+      } else {
+        o.num(p.fused[i].mode);
+      }
+    }
+  }
+  return o.finish();
+}
+
+const char* knob_text(int type) {
+  static const char* const kNames[] = {
+      "split_k", "swizzle", "tile_size", "use_tex",
+      "edge", "kblock", "ldga", "ldgb",
+      "chunk_k", "split_h", "wino_tile", "multiply",
+      "split_k_buf", "tilek", "stages", "reduction_mode",
+      "cta_split_k_mode", "split_k_slc", "idx_mode", "sliced",
+      "split_rs", "singlebuffer", "ldgc", "specfilt",
+      "kernel_cfg", "workspace", "tile_cga", "tile_cga_m",
+      "tile_cga_n", "block_size", "occupancy", "array_size_per_thread",
+      "num_c_per_block", "split_cols", "tile_rows", "tile_cols",
+      "load_size", "cta_count", "stream_k", "split_p_slc",
+      "tile_m", "tile_n", "warp_spec_cfg", "swap_ab",
+  };
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == CUDNN_KNOB_TYPE_COUNTS);
+  return type >= 0 && type < CUDNN_KNOB_TYPE_COUNTS ? kNames[type] : nullptr;
+}
+
+size_t render_knobs(const trace::Knob* knobs, int n, char* buf, size_t cap) {
+  Out o(buf, cap);
+  for (int i = 0; i < n; ++i) {
+    if (i) o.ch(',');
+    if (const char* name = knob_text(knobs[i].type)) {
+      o.text(name);
+    } else {
+      o.ch('k');
+      o.num(knobs[i].type);
+    }
+    o.ch('=');
+    o.num(knobs[i].value);
+  }
+  return o.finish();
+}
+
+}  // namespace cuprobe

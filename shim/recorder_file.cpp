@@ -1,0 +1,410 @@
+// The trace file of this process: creating it in the run directory, growing it in segments that
+// are mapped MAP_SHARED (a helper thread maps and touches chunks ahead of the writers), handing
+// chunks to threads, and the statistics in its header. See recorder.h for the contract;
+// trace_format.h for the layout.
+#include "recorder_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "process_info.h"
+
+namespace cuprobe::shim {
+
+ProcessTrace g_trace;
+pthread_mutex_t g_start_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t g_grow_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+namespace {
+
+constexpr uint32_t kFirstSegmentChunks = 16;   // 1 MiB
+constexpr uint32_t kLargestSegmentChunks = 128;  // 8 MiB: what a finished trace can waste at its end
+
+// Chunks the helper thread maps and touches ahead of the writers: a first write to a fresh
+// page of a shared mapping costs 6-10 us in the VMs measured (docs/performance.md), which
+// would otherwise land on the traced thread once every ~80 records.
+constexpr uint32_t kPrefaultAhead = 32;
+constexpr int kMadvPopulateWrite = 23;  // MADV_POPULATE_WRITE, absent from older headers
+
+uint64_t g_early_stats[trace::kStatCount];  // counted before the file exists
+
+void say(const char* fmt, const char* a, const char* b) {
+  if (g_config.quiet) return;
+  fprintf(stderr, fmt, a, b);
+}
+
+void start_prefault_helper();
+
+// Creates the run directory (and its parents) with mode 0700. A final component that is a
+// symbolic link is followed only when the link belongs to us or to root.
+bool make_run_dir(const char* dir, const char** why) {
+  char buf[4096];
+  copy_str(buf, sizeof buf, dir);
+  size_t n = strlen(buf);
+  for (size_t i = 1; i <= n; ++i) {
+    if (buf[i] != '/' && buf[i] != 0) continue;
+    char saved = buf[i];
+    buf[i] = 0;
+    if (mkdir(buf, 0700) != 0 && errno != EEXIST) {
+      *why = strerror(errno);
+      return false;
+    }
+    buf[i] = saved;
+  }
+  struct statx st;
+  if (statx(AT_FDCWD, dir, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_UID, &st) != 0) {
+    *why = strerror(errno);
+    return false;
+  }
+  if (S_ISLNK(st.stx_mode) && st.stx_uid != geteuid() && st.stx_uid != 0) {
+    *why = "it is a symbolic link owned by another user";
+    return false;
+  }
+  if (statx(AT_FDCWD, dir, 0, STATX_TYPE, &st) != 0 || !S_ISDIR(st.stx_mode)) {
+    *why = "it is not a directory";
+    return false;
+  }
+  return true;
+}
+
+void sanitize(char* s) {
+  for (; *s; ++s) {
+    char c = *s;
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+              c == '.' || c == '_';
+    if (!ok) *s = '_';
+  }
+}
+
+int create_trace_file(char* path, size_t cap) {
+  char host[256] = "host";
+  gethostname(host, sizeof host - 1);
+  host[sizeof host - 1] = 0;
+  sanitize(host);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    if (attempt == 0) {
+      snprintf(path, cap, "%s/%s-%d.cuprobe", g_config.out_dir, host, int(getpid()));
+    } else {
+      snprintf(path, cap, "%s/%s-%d-%d.cuprobe", g_config.out_dir, host, int(getpid()), attempt);
+    }
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0 || errno != EEXIST) return fd;
+    if (attempt == 0) close_exec_predecessor(path);
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+// Under g_start_mutex. Creates and maps the file, writes the header and the process records.
+bool start_trace_locked() {
+  const char* why = nullptr;
+  if (!make_run_dir(g_config.out_dir, &why)) {
+    say("cuprobe: cannot use run directory %s: %s; this process is not traced\n", g_config.out_dir, why);
+    return false;
+  }
+  int fd = create_trace_file(g_trace.path, sizeof g_trace.path);
+  if (fd < 0) {
+    say("cuprobe: cannot create a trace file in %s: %s; this process is not traced\n", g_config.out_dir,
+        strerror(errno));
+    return false;
+  }
+  int rc = posix_fallocate(fd, 0, 4096);
+  void* p = rc == 0 ? mmap(nullptr, trace::kFileHeaderSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                    : MAP_FAILED;
+  if (p == MAP_FAILED || ftruncate(fd, trace::kFileHeaderSize) != 0) {
+    say("cuprobe: cannot map trace file %s: %s; this process is not traced\n", g_trace.path,
+        strerror(rc ? rc : errno));
+    if (p != MAP_FAILED) munmap(p, trace::kFileHeaderSize);
+    close(fd);
+    unlink(g_trace.path);
+    return false;
+  }
+  auto* hdr = static_cast<trace::FileHeader*>(p);
+  memcpy(hdr->magic, trace::kMagic, sizeof hdr->magic);
+  hdr->version = trace::kVersion;
+  hdr->header_size = trace::kFileHeaderSize;
+  hdr->features = 0;
+  hdr->chunk_size = trace::kChunkSize;
+  hdr->pid = uint32_t(getpid());
+  hdr->clock_kind = uint32_t(g_clock_kind);
+  hdr->ticks_per_ns = clock_ticks_per_ns();
+  hdr->start = g_process_start;
+  hdr->proc_start_time = proc_start_time();
+  for (uint32_t i = 0; i < trace::kStatCount; ++i) hdr->stats[i] = __atomic_exchange_n(&g_early_stats[i], 0, __ATOMIC_RELAXED);
+  g_trace.fd = fd;
+  g_trace.n_segments = 0;
+  __atomic_store_n(&g_trace.mapped_chunks, 0, __ATOMIC_RELAXED);
+  uint64_t max_chunks = g_config.max_bytes / trace::kChunkSize;
+  g_trace.max_chunks = uint32_t(max_chunks > 0xfffffff0ull ? 0xfffffff0ull : (max_chunks < 4 ? 4 : max_chunks));
+  __atomic_store_n(&g_trace.full, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&g_trace.hdr, hdr, __ATOMIC_RELEASE);
+  install_signal_handlers();
+  return true;
+}
+
+// Under g_grow_mutex: maps segments until chunk `idx` is covered.
+bool grow_locked(uint32_t idx) {
+  while (__atomic_load_n(&g_trace.mapped_chunks, __ATOMIC_RELAXED) <= idx) {
+    uint32_t mapped = g_trace.mapped_chunks;
+    uint32_t shift = g_trace.n_segments < 6 ? g_trace.n_segments : 6;
+    uint32_t n = kFirstSegmentChunks << shift;
+    if (n > kLargestSegmentChunks) n = kLargestSegmentChunks;
+    if (n > g_trace.max_chunks - mapped) n = g_trace.max_chunks - mapped;
+    if (n == 0 || g_trace.n_segments == kMaxSegments) {
+      set_stat_max(trace::kStatTraceLimitHit, 1);
+      return false;
+    }
+    off_t off = off_t(trace::kFileHeaderSize) + off_t(mapped) * trace::kChunkSize;
+    size_t len = size_t(n) * trace::kChunkSize;
+    int rc;
+    do {
+      rc = posix_fallocate(g_trace.fd, off, off_t(len));
+    } while (rc == EINTR);
+    void* p = rc == 0 ? mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, g_trace.fd, off) : MAP_FAILED;
+    if (p == MAP_FAILED) {
+      count_stat(trace::kStatGrowFailures);
+      return false;
+    }
+    g_trace.segments[g_trace.n_segments] = Segment{static_cast<char*>(p), mapped, n};
+    __atomic_store_n(&g_trace.n_segments, g_trace.n_segments + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_trace.mapped_chunks, mapped + n, __ATOMIC_RELEASE);
+  }
+  return true;
+}
+
+// Safe without the grow mutex: segments are published (release) before n_segments counts them.
+trace::ChunkHeader* chunk_at(uint32_t idx) {
+  uint32_t n = __atomic_load_n(&g_trace.n_segments, __ATOMIC_ACQUIRE);
+  for (uint32_t i = 0; i < n; ++i) {
+    const Segment& s = g_trace.segments[i];
+    if (idx >= s.first_chunk && idx - s.first_chunk < s.n_chunks) {
+      return reinterpret_cast<trace::ChunkHeader*>(s.base + size_t(idx - s.first_chunk) * trace::kChunkSize);
+    }
+  }
+  return nullptr;
+}
+
+void wake_helper_if_behind(uint32_t claimed_idx) {
+  if (!__atomic_load_n(&g_trace.helper_running, __ATOMIC_RELAXED)) return;
+  if (claimed_idx + kPrefaultAhead / 2 < __atomic_load_n(&g_trace.prefaulted, __ATOMIC_ACQUIRE)) return;
+  __atomic_add_fetch(&g_trace.helper_wake, 1, __ATOMIC_RELEASE);
+  syscall(SYS_futex, &g_trace.helper_wake, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
+// Makes every page of chunk `idx` present and writable. MADV_POPULATE_WRITE (Linux 5.14) does
+// it inside the kernel, several times cheaper than one fault per page. Then one write to each
+// page that leaves its contents as they are (a writer may already use the chunk): under
+// hypervisors that shadow page tables, the first access from user space still traps, and it
+// should trap here rather than on a traced thread.
+// Not instrumented by ThreadSanitizer: a writer that already claimed the chunk may be storing to
+// the word the add of zero touches, which an atomic read-modify-write cannot undo, but TSan reports
+// as a race; and a report, even a suppressed one, symbolizes under the loader's lock, which a
+// thread in refresh_modules (stacks.cpp) holds while it waits for the meta mutex of the reporter.
+__attribute__((no_sanitize("thread"))) void prefault_chunk(uint32_t idx) {
+  auto* base = reinterpret_cast<char*>(chunk_at(idx));
+  if (base == nullptr) return;
+  static bool populate_works = true;
+  if (populate_works && madvise(base, trace::kChunkSize, kMadvPopulateWrite) != 0) populate_works = false;
+  for (uint32_t off = 0; off < trace::kChunkSize; off += 4096) {
+    __atomic_fetch_add(reinterpret_cast<uint32_t*>(base + off), 0u, __ATOMIC_RELAXED);
+  }
+}
+
+void* prefault_helper(void*) {
+  prctl(PR_SET_NAME, "cuprobe-prefault", 0, 0, 0);
+  for (;;) {
+    uint32_t seen = __atomic_load_n(&g_trace.helper_wake, __ATOMIC_ACQUIRE);
+    uint32_t target = __atomic_load_n(&g_trace.hdr->chunks_claimed, __ATOMIC_ACQUIRE) + kPrefaultAhead;
+    if (target > g_trace.max_chunks) target = g_trace.max_chunks;
+    uint32_t done = __atomic_load_n(&g_trace.prefaulted, __ATOMIC_RELAXED);
+    while (done < target && !__atomic_load_n(&g_trace.full, __ATOMIC_RELAXED)) {
+      pthread_mutex_lock(&g_grow_mutex);
+      bool ok = grow_locked(done);
+      pthread_mutex_unlock(&g_grow_mutex);
+      if (!ok) break;
+      prefault_chunk(done);
+      __atomic_store_n(&g_trace.prefaulted, ++done, __ATOMIC_RELEASE);
+    }
+    syscall(SYS_futex, &g_trace.helper_wake, FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
+  }
+}
+
+// The helper starts with every signal blocked, so that signals meant for the application are
+// never delivered to it.
+void start_prefault_helper() {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  pthread_t th;
+  if (pthread_create(&th, &attr, prefault_helper, nullptr) == 0) {
+    __atomic_store_n(&g_trace.helper_running, 1, __ATOMIC_RELEASE);
+  }
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+trace::ChunkHeader* claim_chunk(uint32_t tid, uint32_t seq) {
+  if (__atomic_load_n(&g_trace.full, __ATOMIC_RELAXED)) return nullptr;
+  trace::FileHeader* hdr = g_trace.hdr;
+  uint32_t idx = __atomic_load_n(&hdr->chunks_claimed, __ATOMIC_RELAXED);
+  do {
+    if (idx >= g_trace.max_chunks) {
+      __atomic_store_n(&g_trace.full, 1, __ATOMIC_RELAXED);
+      set_stat_max(trace::kStatTraceLimitHit, 1);
+      return nullptr;
+    }
+  } while (!__atomic_compare_exchange_n(&hdr->chunks_claimed, &idx, idx + 1, true, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED));
+  trace::ChunkHeader* c = nullptr;
+  if (idx < __atomic_load_n(&g_trace.mapped_chunks, __ATOMIC_ACQUIRE)) {
+    c = chunk_at(idx);
+  } else {
+    pthread_mutex_lock(&g_grow_mutex);
+    if (grow_locked(idx)) c = chunk_at(idx);
+    pthread_mutex_unlock(&g_grow_mutex);
+  }
+  wake_helper_if_behind(idx);
+  if (c == nullptr) {
+    __atomic_store_n(&g_trace.full, 1, __ATOMIC_RELAXED);
+    return nullptr;
+  }
+  c->tid = tid;
+  c->seq = seq;
+  c->used = 0;
+  c->anchor_ticks = now_ticks();
+  c->anchor_mono_ns = mono_ns();
+  __atomic_store_n(&c->magic, trace::kChunkMagic, __ATOMIC_RELEASE);
+  return c;
+}
+
+// Claims the next chunk for `t`; false (and the thread's chunk unchanged) when none can be had.
+bool next_chunk(ThreadState& t) {
+  trace::ChunkHeader* c = claim_chunk(t.tid, t.seq);
+  if (c == nullptr) return false;
+  t.chunk = c;
+  t.pos = 0;
+  t.seq++;
+  retarget_counts(t);
+  return true;
+}
+
+}  // namespace
+
+bool ensure_started() {
+  if (__atomic_load_n(&g_trace.started, __ATOMIC_ACQUIRE)) return true;
+  if (__atomic_load_n(&g_trace.failed, __ATOMIC_ACQUIRE)) return false;
+  pthread_mutex_lock(&g_start_mutex);
+  bool ok = g_trace.started != 0;
+  bool first = false;
+  if (!ok && !g_trace.failed) {
+    ok = start_trace_locked();
+    first = ok;
+    __atomic_store_n(ok ? &g_trace.started : &g_trace.failed, 1u, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&g_start_mutex);
+  // Outside the start mutex: these write records, which can come back here through reserve.
+  if (first) {
+    start_prefault_helper();
+    write_process_records();
+  }
+  return ok;
+}
+
+void setup_state(ThreadState& t, uint32_t tid) {
+  t.tid = tid;
+  t.chunk = nullptr;
+  t.pos = trace::kChunkDataSize;  // no room until a chunk is claimed
+  t.counts = nullptr;
+  t.seq = 0;
+  t.device = -1;
+  t.device_probed = 0;
+  t.inflight_api = trace::kNoApi;
+  next_chunk(t);
+}
+
+// Part of atfork_child (recorder_lifecycle.cpp): the child starts a file of its own.
+void trace_file_after_fork() {
+  if (g_trace.hdr != nullptr) {
+    for (uint32_t i = 0; i < g_trace.n_segments; ++i) {
+      munmap(g_trace.segments[i].base, size_t(g_trace.segments[i].n_chunks) * trace::kChunkSize);
+    }
+    munmap(g_trace.hdr, trace::kFileHeaderSize);
+    close(g_trace.fd);
+  }
+  g_trace.hdr = nullptr;
+  g_trace.fd = -1;
+  g_trace.n_segments = 0;
+  g_trace.mapped_chunks = 0;
+  g_trace.full = 0;
+  g_trace.prefaulted = 0;
+  g_trace.helper_wake = 0;
+  g_trace.helper_running = 0;  // the parent's helper thread does not exist in the child
+  g_trace.started = 0;
+  g_trace.failed = 0;
+  g_trace.path[0] = 0;
+  pthread_mutex_init(&g_start_mutex, nullptr);
+  pthread_mutex_init(&g_grow_mutex, nullptr);
+}
+
+char* reserve_slow(ThreadState& t, uint32_t bytes) {
+  if (bytes > trace::kChunkDataSize || !next_chunk(t)) {
+    count_stat(trace::kStatDroppedEvents);
+    return nullptr;
+  }
+  return chunk_data(t.chunk);
+}
+
+void retarget_counts(ThreadState& t) {
+  if (t.chunk == nullptr || g_launch_events) {
+    t.counts = nullptr;
+    return;
+  }
+  int slot = (t.device >= 0 && t.device < trace::kCountDevices) ? t.device : trace::kCountDevices;
+  t.counts = &t.chunk->counts[0][slot];
+}
+
+void count_slow(ThreadState& t, int slot) {
+  if (t.mode == kThreadUnset) thread_setup(t);
+  if (t.mode != kThreadReady) return;
+  if (t.device < 0 && !t.device_probed) {
+    t.mode = kThreadBusy;
+    current_device(t);
+    t.mode = kThreadReady;
+  }
+  if (t.counts == nullptr) return;
+  uint64_t* c = t.counts + slot * (trace::kCountDevices + 1);
+  __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
+}
+
+void count_stat(trace::Stat stat, uint64_t n) {
+  trace::FileHeader* hdr = __atomic_load_n(&g_trace.hdr, __ATOMIC_ACQUIRE);
+  __atomic_fetch_add(hdr ? &hdr->stats[stat] : &g_early_stats[stat], n, __ATOMIC_RELAXED);
+}
+
+void set_stat_max(trace::Stat stat, uint64_t value) {
+  trace::FileHeader* hdr = __atomic_load_n(&g_trace.hdr, __ATOMIC_ACQUIRE);
+  uint64_t* p = hdr ? &hdr->stats[stat] : &g_early_stats[stat];
+  uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (cur < value && !__atomic_compare_exchange_n(p, &cur, value, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+trace::FileHeader* trace_header() { return __atomic_load_n(&g_trace.hdr, __ATOMIC_ACQUIRE); }
+
+}  // namespace cuprobe::shim
