@@ -283,15 +283,15 @@ const std::vector<trace::AlgoResult>* Trace::algo_results(uint64_t id) const {
 }
 
 uint32_t Trace::add_problem(const std::string& text, uint64_t hash, const trace::ProblemDesc* desc) {
-  for (size_t id = 1; id < problems_.size(); ++id) {
-    Problem& p = problems_[id];
-    if (p.text != text) continue;
+  if (auto it = problem_by_text_.find(text); it != problem_by_text_.end()) {
+    Problem& p = problems_[it->second];
     if (desc != nullptr && !p.typed) {  // the typed description came after a call named it
       p.typed = true;
       p.desc = *desc;
       p.hash = hash;
     }
-    if (desc == nullptr || (p.typed && std::memcmp(&p.desc, desc, sizeof *desc) == 0)) return p.id;
+    // Two descriptions with one text (a math type apart) are one problem to a reader of text.
+    return p.id;
   }
   if (problems_.empty()) problems_.resize(1);
   Problem p;
@@ -302,18 +302,18 @@ uint32_t Trace::add_problem(const std::string& text, uint64_t hash, const trace:
     p.typed = true;
     p.desc = *desc;
   }
+  problem_by_text_.emplace(text, p.id);
   problems_.push_back(std::move(p));
   return problems_.back().id;
 }
 
 uint32_t Trace::add_knobs_text(const std::string& text) {
   if (text.empty()) return 0;
-  for (const auto& [id, k] : knob_sets_) {
-    if (k.text == text) return id;
-  }
+  if (auto it = knobs_by_text_.find(text); it != knobs_by_text_.end()) return it->second;
   uint32_t id = uint32_t(knob_sets_.size() + 1);
   while (knob_sets_.count(id)) ++id;
   knob_sets_[id].text = text;
+  knobs_by_text_.emplace(text, id);
   return id;
 }
 

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cuprobe/problem.h"
@@ -256,6 +257,8 @@ class Trace {
   };
   std::map<uint32_t, KnobSet> knob_sets_;
   std::map<uint32_t, std::vector<trace::AlgoResult>> algo_results_;
+  std::unordered_map<std::string, uint32_t> problem_by_text_;  // add_problem's index
+  std::unordered_map<std::string, uint32_t> knobs_by_text_;    // add_knobs_text's index
   // Problems a JSON Lines reader (or a test) adds: by text, a text-only one when `desc` is null.
   uint32_t add_problem(const std::string& text, uint64_t hash, const trace::ProblemDesc* desc);
   uint32_t add_knobs_text(const std::string& text);
