@@ -218,8 +218,8 @@ uint32_t intern_stack(const uint64_t* pcs, int n_native, const trace::PyFrame* p
   key.n_native = uint16_t(n_native);
   key.n_python = uint16_t(n_py);
   key.pad = 0;
-  memcpy(key.words, pcs, 8 * size_t(n_native));
-  memcpy(&key.words[n_native], py, sizeof(trace::PyFrame) * size_t(n_py));
+  if (n_native > 0) memcpy(key.words, pcs, 8 * size_t(n_native));
+  if (n_py > 0) memcpy(&key.words[n_native], py, sizeof(trace::PyFrame) * size_t(n_py));  // py may be null
   if (uint32_t id = g_stacks.find(&key, key.size(), h)) return id;
 
   pthread_mutex_lock(&g_mutex);
