@@ -70,34 +70,46 @@ const char* layout_text(const ProblemTensor& t) {
   }
 }
 
-void tensor(Out& o, const ProblemTensor& t) {
+// `skip`: a dimension left out of the text (the dummy height of a 1-D convolution), -1 none.
+void tensor(Out& o, const ProblemTensor& t, int skip = -1) {
   int n = t.nbdims <= trace::kProblemMaxDims ? t.nbdims : trace::kProblemMaxDims;
+  int64_t dims[trace::kProblemMaxDims], strides[trace::kProblemMaxDims];
+  int m = 0;
+  for (int i = 0; i < n; ++i) {
+    if (i == skip) continue;
+    dims[m] = t.dims[i];
+    strides[m] = t.strides[i];
+    ++m;
+  }
+  ProblemTensor shown = t;  // for the layout's name, which follows the number of dimensions shown
+  shown.nbdims = uint8_t(m);
   o.text(tensor_role_text(TensorRole(t.role)));
-  o.list(t.dims, n);
+  o.list(dims, m);
   o.text(dtype_text(t.dtype));
   o.ch(' ');
-  if (const char* layout = layout_text(t)) {
+  if (const char* layout = layout_text(shown)) {
     o.text(layout);
   } else {
     o.text("str");
-    o.list(t.strides, n);
+    o.list(strides, m);
   }
 }
 
-void conv_params(Out& o, const ProblemConv& c) {
-  int n = c.spatial > 0 && c.spatial <= 3 ? c.spatial : 2;
+// `first`: the first spatial dimension shown (1 for a 1-D convolution's dummy height).
+void conv_params(Out& o, const ProblemConv& c, int first = 0) {
+  int n = (c.spatial > 0 && c.spatial <= 3 ? c.spatial : 2) - first;
   bool symmetric = true;
-  for (int i = 0; i < n; ++i) symmetric = symmetric && c.pre[i] == c.post[i];
+  for (int i = 0; i < n; ++i) symmetric = symmetric && c.pre[first + i] == c.post[first + i];
   o.text("pad");
-  o.list(c.pre, n);
+  o.list(c.pre + first, n);
   if (!symmetric) {
     o.ch(':');
-    o.list(c.post, n);
+    o.list(c.post + first, n);
   }
   o.text(" str");
-  o.list(c.stride, n);
+  o.list(c.stride + first, n);
   o.text(" dil");
-  o.list(c.dilation, n);
+  o.list(c.dilation + first, n);
   o.text(" g");
   o.num(c.groups > 0 ? c.groups : 1);
   o.text(" acc:");
@@ -253,22 +265,33 @@ const char* tensor_role_text(TensorRole role) {
   }
 }
 
+bool conv_dummy_height(const ProblemDesc& p) {
+  if (!is_conv(ProblemOp(p.op)) || !(p.flags & trace::kProblemHasConv) || p.n_tensors != 3) return false;
+  const ProblemConv& c = p.conv;
+  if (c.spatial != 2 || c.pre[0] != 0 || c.post[0] != 0 || c.stride[0] != 1 || c.dilation[0] != 1) return false;
+  for (int i = 0; i < 3; ++i) {
+    if (p.tensors[i].nbdims != 4 || p.tensors[i].dims[2] != 1) return false;
+  }
+  return true;
+}
+
 size_t render_problem(const ProblemDesc& p, char* buf, size_t cap) {
   Out o(buf, cap);
   ProblemOp op = ProblemOp(p.op);
   int nt = p.n_tensors <= trace::kProblemMaxTensors ? p.n_tensors : trace::kProblemMaxTensors;
   const ProblemTensor* t = p.tensors;
   if (is_conv(op) && (p.flags & trace::kProblemHasConv) && nt == 3) {
-    // x w -> y, dy w -> dx, x dy -> dw
+    // x w -> y, dy w -> dx, x dy -> dw; a 1-D convolution without the height PyTorch adds.
+    int skip = conv_dummy_height(p) ? 2 : -1;
     o.text(problem_op_text(op));
     o.ch(' ');
-    tensor(o, t[0]);
+    tensor(o, t[0], skip);
     o.ch(' ');
-    tensor(o, t[1]);
+    tensor(o, t[1], skip);
     o.ch(' ');
-    conv_params(o, p.conv);
+    conv_params(o, p.conv, skip == 2 ? 1 : 0);
     o.text(" -> ");
-    tensor(o, t[2]);
+    tensor(o, t[2], skip);
     if (p.flags & trace::kProblemBiasAct) o.text(" +bias +act");
   } else if (op == ProblemOp::kBnFwdTrain || op == ProblemOp::kBnBwd || op == ProblemOp::kBnFwdInfer) {
     o.text(problem_op_text(op));

@@ -18,6 +18,14 @@ namespace cuprobe {
 // and returns the length of the whole text (which may exceed cap - 1).
 size_t render_problem(const trace::ProblemDesc& p, char* buf, size_t cap);
 
+// A 1-D convolution as PyTorch hands it to cuDNN (aten/src/ATen/native/Convolution.cpp views
+// x[N,C,L] as x[N,C,1,L]): a 2-D convolution whose x, w and y all have height 1, with no padding,
+// stride 1 and dilation 1 in that dimension. Its text leaves that height out (x[16,64,2600],
+// pad[p] str[s] dil[d], layout ncw/nwc), and so must a fault rule's problem pattern. A genuine
+// 2-D convolution on height-1 inputs with a kx1 filter keeps both dimensions (its filter height
+// is not 1).
+bool conv_dummy_height(const trace::ProblemDesc& p);
+
 // Names as the text uses them: "f32", "conv_fwd", "x"; "t?" / "op?" / "?" for unknown values.
 const char* dtype_text(int cudnn_dtype);
 const char* problem_op_text(trace::ProblemOp op);

@@ -19,6 +19,7 @@ namespace {
 uint32_t g_described_devices;  // bit per device index < 32
 uint32_t g_versions_written;
 uint32_t g_cudnn_written;
+int g_nccl_nranks;  // size of the largest NCCL communicator written, 0 none; under the meta writer's mutex
 
 int env_int(const char* const* names) {
   for (; *names; ++names) {
@@ -88,6 +89,7 @@ void write_api_table() {
   register_cudart_fields();
   register_cudnn_fields();
   register_driver_fields();
+  register_nccl_fields();
   MetaWriter w;
   for (int id = 0; id < kApiCount; ++id) {
     const ApiStatic& a = kApis[id];
@@ -137,6 +139,30 @@ void reset_process_info_after_fork() {
   g_described_devices = 0;
   g_versions_written = 0;
   g_cudnn_written = 0;
+  g_nccl_nranks = 0;
+}
+
+void note_nccl_comm(int nranks, int rank) {
+  if (nranks <= 0 || rank < 0 || rank >= nranks) return;
+  if (nranks <= __atomic_load_n(&g_nccl_nranks, __ATOMIC_RELAXED)) return;
+  // Both records under one hold of the writer, so that two communicators set up at once by two
+  // threads leave the larger one's pair last.
+  MetaWriter w;
+  if (nranks <= g_nccl_nranks) return;
+  __atomic_store_n(&g_nccl_nranks, nranks, __ATOMIC_RELAXED);
+  constexpr uint32_t kSize = sizeof(trace::PropertyRecord);
+  const trace::Property keys[] = {trace::Property::kNcclRank, trace::Property::kNcclWorldSize};
+  const int64_t values[] = {rank, nranks};
+  for (int i = 0; i < 2; ++i) {
+    char* p = w.reserve(kSize);
+    if (p == nullptr) return;
+    auto* r = reinterpret_cast<trace::PropertyRecord*>(p);
+    r->h = trace::make_header(trace::RecordType::kProperty, kSize);
+    r->key = uint32_t(keys[i]);
+    r->pad = 0;
+    r->value = values[i];
+    w.commit(kSize);
+  }
 }
 
 void note_cudnn_library() {

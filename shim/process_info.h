@@ -24,6 +24,11 @@ void note_cudnn_library();
 // cudaGetDevice at most once per thread until the application sets a device itself.
 int current_device(ThreadState& t);
 
+// Records an NCCL communicator the process set up: its size and the process's rank in it become
+// the process properties kNcclRank and kNcclWorldSize when it is larger than every one before
+// (the world's communicator, not a subgroup's or a point-to-point pair's).
+void note_nccl_comm(int nranks, int rank);
+
 int process_rank();  // from RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK; -1 when none
 
 }  // namespace cuprobe::shim
@@ -34,4 +39,5 @@ extern const char* g_api_fields[kApiCount];
 void register_cudart_fields();
 void register_cudnn_fields();
 void register_driver_fields();
+void register_nccl_fields();
 }  // namespace cuprobe::shim

@@ -13,7 +13,7 @@ void* g_real[kApiCount];
 
 namespace {
 
-constexpr int kLibraries = 5;  // indexed by trace::Library
+constexpr int kLibraries = 6;  // indexed by trace::Library
 
 struct LibraryCopy {
   void* handle;  // atomic
@@ -27,6 +27,7 @@ const char* soname_prefix(trace::Library lib) {
     case trace::Library::kCudnn: return "libcudnn.so";
     case trace::Library::kDriver: return "libcuda.so";
     case trace::Library::kTorch: return "libc10.so";
+    case trace::Library::kNccl: return "libnccl.so";
   }
   return "";
 }

@@ -13,16 +13,47 @@
 
 namespace cuprobe::analysis {
 
+// How reports name a process: "rank 3 (pid 1234 on host gpu0)" when its rank is known (from the
+// launcher's variables or its NCCL communicator), else "pid 1234 on host gpu0 (cuda:0)", with the
+// device most of its calls ran on: a process of a job whose launcher set no rank (issue 13) is
+// still told apart from its siblings by something that means more than a pid.
 inline std::string process_label(const ProcessFacts& p) {
-  std::string s = fmt::format("pid {}", p.pid);
-  if (p.rank >= 0) s += fmt::format(" rank {}", p.rank);
-  if (!p.host.empty()) s += " on " + p.host;
-  return s;
+  std::string where = fmt::format("pid {}", p.pid);
+  if (!p.host.empty()) where += " on host " + p.host;
+  if (p.rank >= 0) return fmt::format("rank {} ({})", p.rank, where);
+  if (p.device >= 0) where += fmt::format(" (cuda:{})", p.device);
+  return where;
 }
 
-inline double span_s(const ProcessFacts& p) { return p.last_ns > p.first_ns ? double(p.last_ns - p.first_ns) / 1e9 : 0; }
+// The order reports list processes in, the same for every run of a job: ranked processes by
+// rank, then those without a rank by host, device and pid.
+inline bool process_before(const ProcessFacts& a, const ProcessFacts& b) {
+  bool ra = a.rank >= 0, rb = b.rank >= 0;
+  if (ra != rb) return ra;
+  if (ra && a.rank != b.rank) return a.rank < b.rank;
+  if (a.host != b.host) return a.host < b.host;
+  if (a.device != b.device) return a.device < b.device;
+  return a.pid < b.pid;
+}
+
+// The job's wall time: from its first work (job_start_ns), not the process's start-up.
+inline double span_s(const ProcessFacts& p) {
+  return p.last_ns > p.job_start_ns ? double(p.last_ns - p.job_start_ns) / 1e9 : 0;
+}
+// A time of process p as seconds into its job (0 before the job began).
+inline double job_s(const ProcessFacts& p, uint64_t ts_ns) {
+  return ts_ns > p.job_start_ns ? double(ts_ns - p.job_start_ns) / 1e9 : 0;
+}
 
 inline double seconds(uint64_t ns) { return double(ns) / 1e9; }
+
+// Where the last half of the job begins: its middle step when at least four steps are known,
+// else the middle of its time (from its first CUDA/cuDNN work to the end of its last call).
+inline uint64_t last_half_start(const ProcessFacts& p) {
+  if (p.step_starts.size() >= 4) return p.step_starts[p.step_starts.size() / 2];
+  uint64_t start = p.job_start_ns ? p.job_start_ns : p.first_ns;
+  return p.last_ns > start ? start + (p.last_ns - start) / 2 : start;
+}
 
 inline std::string device_name(const ProcessFacts& p, int device) {
   if (p.trace == nullptr) return fmt::format("device {}", device);

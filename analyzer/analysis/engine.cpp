@@ -26,9 +26,11 @@ std::string seconds_text(double s) {
   return fmt::format("{:.1f} ms", s * 1e3);
 }
 
-json summarize(const std::vector<std::unique_ptr<reader::Trace>>& traces, const AllFacts& all) {
+json summarize(const AllFacts& all) {
   std::set<std::string> hosts;
   std::set<int> ranks;
+  std::set<std::string> rank_sources;
+  int unranked = 0;
   uint64_t events = 0, first_wall = UINT64_MAX, last_wall = 0;
   std::map<std::string, uint64_t> calls;
   json processes = json::array();
@@ -40,9 +42,11 @@ json summarize(const std::vector<std::unique_ptr<reader::Trace>>& traces, const 
   std::vector<std::string> fault_order;
   for (size_t i = 0; i < all.processes.size(); ++i) {
     const ProcessFacts& p = all.processes[i];
-    const reader::Trace& t = *traces[i];
+    const reader::Trace& t = *p.trace;
     hosts.insert(p.host);
     if (p.rank >= 0) ranks.insert(p.rank);
+    if (p.rank >= 0) rank_sources.insert(p.rank_source);
+    if (p.rank < 0) ++unranked;
     events += p.events;
     searches += int(p.searches.size());
     if (p.events > 0) {
@@ -94,9 +98,12 @@ json summarize(const std::vector<std::unique_ptr<reader::Trace>>& traces, const 
     processes.push_back({{"pid", p.pid},
                          {"host", p.host},
                          {"rank", p.rank},
+                         {"rank_source", p.rank_source},
+                         {"label", process_label(p)},
+                         {"device", p.device},
                          {"command", utf8::truncate(cmd, 160)},
                          {"events", p.events},
-                         {"duration_s", span_s(p)},
+                         {"duration_s", p.last_ns > p.first_ns ? seconds(p.last_ns - p.first_ns) : 0.0},  // the process's, start-up included
                          {"state", state},
                          {"searches", p.searches.size()},
                          {"memory", mem},
@@ -116,6 +123,8 @@ json summarize(const std::vector<std::unique_ptr<reader::Trace>>& traces, const 
   return {{"processes", all.processes.size()},
           {"hosts", std::vector<std::string>(hosts.begin(), hosts.end())},
           {"ranks", std::vector<int>(ranks.begin(), ranks.end())},
+          {"rank_sources", std::vector<std::string>(rank_sources.begin(), rank_sources.end())},
+          {"unranked_processes", unranked},
           {"devices", devices},
           {"duration_s", last_wall > first_wall ? double(last_wall - first_wall) / 1e9 : 0},
           {"events", events},
@@ -183,6 +192,9 @@ Result<Report> analyze(const AnalyzeOptions& options) {
   for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
+  // Reports list processes (and rules visit them) in an order that does not depend on file names
+  // or pids alone: by rank, then by host, device and pid (analysis/common.h).
+  std::stable_sort(all.processes.begin(), all.processes.end(), process_before);
   // After the pass: reading the calls can add to what the reader found (a file that changed).
   for (const auto& x : traces) {
     for (const auto& d : x->diagnostics()) report.warnings.push_back(fmt::format("{}: {}", x->path(), d));
@@ -201,7 +213,7 @@ Result<Report> analyze(const AnalyzeOptions& options) {
     if (a.severity != b.severity) return a.severity > b.severity;
     return a.impact_s > b.impact_s;
   });
-  report.summary = summarize(traces, all);
+  report.summary = summarize(all);
   return report;
 }
 
@@ -233,7 +245,22 @@ void print_report(const Report& r, bool color, FILE* out) {
   fmt::print(out, "  {} process{} on {} host{} ({}), {} events over {}\n", s["processes"].get<int>(),
              s["processes"].get<int>() == 1 ? "" : "es", s["hosts"].size(), s["hosts"].size() == 1 ? "" : "s", hosts,
              s["events"].get<uint64_t>(), seconds_text(s["duration_s"].get<double>()));
-  if (!s["ranks"].empty()) fmt::print(out, "  ranks: {}\n", s["ranks"].dump());
+  if (!s["ranks"].empty()) {
+    std::string ranks;
+    for (const auto& k : s["ranks"]) ranks += fmt::format("{}{}", ranks.empty() ? "" : ", ", k.get<int>());
+    std::string from;
+    for (const auto& src : s.value("rank_sources", json::array())) {
+      std::string name = src == "env"    ? "the launcher's variables"
+                         : src == "nccl" ? "NCCL communicators"
+                                         : src.get<std::string>();
+      from += (from.empty() ? "" : " and ") + name;
+    }
+    fmt::print(out, "  ranks: {}{}\n", ranks, from.empty() ? "" : " (from " + from + ")");
+  }
+  if (int n = s.value("unranked_processes", 0); n > 0 && s["processes"].get<int>() > 1) {
+    fmt::print(out, "  {} process{} without a rank (no RANK variable, no NCCL communicator seen): named by host, "
+                    "device and pid\n", n, n == 1 ? "" : "es");
+  }
   for (const auto& d : s["devices"]) {
     fmt::print(out, "  device: {} {} {} ({}, {})\n", d["host"].get<std::string>(), d["index"].get<int>(),
                d["name"].get<std::string>(), human_bytes(d["total_mem"].get<uint64_t>()), d["uuid"].get<std::string>());
@@ -258,9 +285,7 @@ void print_report(const Report& r, bool color, FILE* out) {
         mem += fmt::format(", {} of address space reserved", human_bytes(m["reserved_peak"].get<uint64_t>()));
       }
     }
-    fmt::print(out, "  pid {}{}: {} events, {}, {}, {} searches{}{}\n", p["pid"].get<uint32_t>(),
-               p["rank"].get<int>() >= 0 ? fmt::format(" rank {}", p["rank"].get<int>()) : "",
-               p["events"].get<uint64_t>(), seconds_text(p["duration_s"].get<double>()), p["state"].get<std::string>(),
+    fmt::print(out, "  {}: {} events, {}, {}, {} searches{}{}\n", p["label"].get<std::string>(), p["events"].get<uint64_t>(), seconds_text(p["duration_s"].get<double>()), p["state"].get<std::string>(),
                p["searches"].get<int>(), mem.empty() ? "" : "; " + mem, "");
   }
   if (!s["faults"].empty()) {

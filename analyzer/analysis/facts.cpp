@@ -11,6 +11,7 @@
 
 #include "analysis/trackers/api_view.h"
 #include "analysis/trackers/calls.h"
+#include "analysis/trackers/config.h"
 #include "analysis/trackers/cudnn_failures.h"
 #include "analysis/trackers/faults.h"
 #include "analysis/trackers/memory.h"
@@ -28,6 +29,13 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
   f.pid = trace.pid();
   f.host = trace.process().hostname;
   f.rank = trace.process().rank;
+  f.rank_source = f.rank >= 0 ? "env" : "";
+  // Launchers that set no variable (torch.multiprocessing.spawn): the rank NCCL was given.
+  if (auto it = trace.properties().find(uint32_t(trace::Property::kNcclRank));
+      f.rank < 0 && it != trace.properties().end() && it->second >= 0 && it->second <= INT32_MAX) {
+    f.rank = int(it->second);
+    f.rank_source = "nccl";
+  }
 
   const ApiViews views(trace);
   // One tracker per concern (analysis/trackers/). A tracker is given the trackers it reads at
@@ -41,7 +49,8 @@ ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options
   SyncTracker syncs(trace, searches);
   CudnnFailureTracker cudnn_failures(trace, searches);
   PlanUseTracker plans(trace, searches);
-  run_pass(trace, views, f, faults, calls, searches, warmup, memory, syncs, cudnn_failures, plans);
+  ConfigTracker config(trace, searches);
+  run_pass(trace, views, f, faults, calls, searches, warmup, memory, syncs, cudnn_failures, plans, config);
   return f;
 }
 

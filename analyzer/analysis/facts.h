@@ -90,6 +90,11 @@ struct OomEvent {
   // the request as its error message states it, 0 when there was none.
   uint64_t framework_request = 0;
   bool raised = false;                 // the framework raised its out-of-memory error for it
+  // What the framework's allocator held then (its report; 0 when none): bytes in tensors, and
+  // bytes reserved from the device. Reserved but not in tensors is cached memory that could not
+  // serve the request (fragmentation, when it is larger than the request).
+  uint64_t framework_allocated = 0;
+  uint64_t framework_reserved = 0;
   uint64_t failed_call_size = 0;       // what the failed call itself asked for (a page of a mapping)
   uint64_t partial = 0;                // of `live`, pages of the same request the thread had just obtained
   std::string owner;                   // who made the failed call (owner_of)
@@ -147,6 +152,8 @@ struct PlanUse {
   uint64_t last_ns = 0;
   uint64_t executions = 0;
   uint32_t notes = 0;
+  uint32_t tid = 0;             // the thread it first ran on
+  bool several_threads = false;  // it ran on more than one thread
 };
 
 struct ProblemUse {
@@ -155,16 +162,77 @@ struct ProblemUse {
   std::vector<PlanUse> plans;  // in order of first use
 };
 
+// How a process was configured, as far as its trace tells (issue 13): how it chose its plans,
+// which numerical notes its candidates carried (what PyTorch's filters let through: deterministic
+// mode drops NONDETERMINISTIC engines, TF32 off drops TENSOR_CORE engines for float32 problems),
+// its library versions, GPU models and the CUDA libraries it had mapped. Settings are inferred
+// across the job's processes (trackers/config.h infer_settings): one process alone cannot tell
+// "deterministic on" from "this problem has no non-deterministic engine".
+struct ProblemConfig {
+  // How the problem's plans were chosen (kChoseBy* bits), over all its selections.
+  uint8_t chose_by = 0;
+  bool fp32 = false;            // float32 data (CUDNN_DATA_FLOAT), where TF32 applies
+  bool benchmark_searched = false;  // a benchmark search built its candidates (the full filtered list)
+  uint32_t candidate_notes = 0; // numerical-note bits of any candidate that finalized
+  uint32_t chosen_notes = 0;    // of the plans that won
+  uint32_t candidates = 0;      // candidates that finalized, over all selections
+};
+inline constexpr uint8_t kChoseByBenchmark = 1;  // backend search with timed candidates (benchmark on)
+inline constexpr uint8_t kChoseByHeuristics = 2; // backend: the first plan that finalized and ran (benchmark off)
+inline constexpr uint8_t kChoseByLegacyFind = 4; // cudnnFind*AlgorithmEx (legacy API, benchmark on)
+inline constexpr uint8_t kChoseByLegacyGet = 8;  // cudnnGet*_v7 (legacy API, benchmark off)
+// cudnnBackendNumericalNote_t bits as the shim records them (1 << note).
+inline constexpr uint32_t kNoteTensorCore = 1u << 0;
+inline constexpr uint32_t kNoteDownConvert = 1u << 1;
+inline constexpr uint32_t kNoteNondeterministic = 1u << 4;
+
+struct ProcessConfig {
+  uint64_t benchmark_searches = 0;
+  uint64_t heuristic_selections = 0;
+  uint64_t legacy_find = 0;
+  uint64_t legacy_get = 0;
+  std::map<uint64_t, ProblemConfig> problems;  // by problem hash
+  // Trace properties, -1 when the trace has none: CUDA's encoding (13000 = 13.0), cuDNN's (91900 = 9.19.0).
+  int64_t cuda_runtime = -1;
+  int64_t cuda_driver = -1;   // the newest CUDA the driver supports
+  int64_t cudnn = -1;
+  int64_t cudnn_cudart = -1;  // the CUDA runtime cuDNN was built against
+  std::vector<std::string> gpus;  // "NVIDIA H200 (cc 9.0)" of each device the process used, distinct
+  std::string gpu;                // of the device most calls ran on, "" unknown
+  // Mapped copies of the CUDA libraries, by library ("libcudnn", "libcudnn_graph", "libcudart"):
+  // their distinct paths. Only known when the trace lists modules, which the shim writes with
+  // stacks (shim/stacks.cpp): modules_known says whether it did.
+  std::map<std::string, std::vector<std::string>> library_copies;
+  bool modules_known = false;
+  uint64_t duplicate_libraries = 0;  // the shim's kStatDuplicateLibraries (most copies of one library it saw)
+};
+
 struct ProcessFacts {
   const reader::Trace* trace = nullptr;
   uint32_t pid = 0;
   std::string host;
-  int rank = -1;
+  int rank = -1;  // -1 unknown
+  // Where rank came from: "env" (RANK, SLURM_PROCID, ... as the shim read them at start), "nccl"
+  // (the largest NCCL communicator the process set up: trace::Property::kNcclRank), "" unknown.
+  std::string rank_source;
+  // The process's span: its first recorded call (often a device query while the framework is
+  // imported, seconds before any work) to the end of its last call.
   uint64_t first_ns = 0;  // first call
   uint64_t last_ns = 0;   // end of the last call
-  uint64_t warmup_end_ns = 0;  // second_pass_ns when seen, else the first part of the run
-  // Where the second training step (or iteration) began, 0 when not seen: the layer of the
-  // first cuDNN problem the process ran (reader::layer_key), run again after another layer ran.
+  // The job's time, which rules measure against (span_s in analysis/common.h): from the first
+  // call that does work (an allocation, a copy, a kernel launch, a synchronization, a cuDNN
+  // handle, plan or execution), not the interpreter's start-up, to last_ns. first_ns when the
+  // process did no work.
+  uint64_t job_start_ns = 0;
+  // Where each training step (or iteration) began, in time order, the first one included: the
+  // layer of the first cuDNN problem the process ran (reader::layer_key) running again after
+  // another layer ran (at its search's start when that run ended a search). Kept up to
+  // kMaxSteps (trackers/warmup.h StepDetector) entries; `steps` counts them all. Empty when the
+  // process ran no cuDNN problem.
+  std::vector<uint64_t> step_starts;
+  uint64_t steps = 0;
+  uint64_t warmup_end_ns = 0;  // second_pass_ns when seen, else the first part of the job
+  // Where the second step began (step_starts[1]), 0 when not seen.
   uint64_t second_pass_ns = 0;
   uint64_t events = 0;
   std::map<std::string, uint64_t> calls_by_api;
@@ -180,6 +248,9 @@ struct ProcessFacts {
   uint64_t steady_frees = 0;
   uint64_t steady_alloc_bytes = 0;
   std::vector<uint32_t> steady_alloc_stacks;  // where the steady-state allocations came from
+  // When every allocation and free that churn counts happened, in time order (the first 2^20):
+  // whether churn lasted through the job or died down.
+  std::vector<uint64_t> churn_call_ts;
   std::vector<CudnnFailure> cudnn_failures;
   std::map<uint64_t, ProblemUse> problems;  // by problem hash
   std::vector<std::string> last_calls;       // the process's final calls, for unfinished traces
@@ -187,10 +258,11 @@ struct ProcessFacts {
   std::vector<FaultRuleFacts> fault_rules;   // the plan in force, empty when none
   std::map<int, uint64_t> mem_cap;           // device -> the memory cap's bytes there
   int device = -1;                           // the device most calls ran on
+  ProcessConfig config;                      // how it chose plans, versions, libraries (trackers/config.h)
 };
 
 struct FactOptions {
-  double warmup_fraction = 0.2;  // of the process's active span
+  double warmup_fraction = 0.2;  // of the job's span (from job_start_ns)
 };
 
 ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options);

@@ -32,6 +32,11 @@ Result<Severity> parse_severity(const std::string& s) {
   return Error{fmt::format("unknown severity '{}' (expected info, warning or error)", s)};
 }
 
+const std::string& RuleSpec::fix_for(const std::string& key) const {
+  auto it = fixes.find(key);
+  return it == fixes.end() ? fix : it->second;
+}
+
 double RuleSpec::param(const std::string& name) const {
   auto it = params.find(name);
   if (it == params.end()) throw std::out_of_range(fmt::format("rule {} ({}) has no parameter '{}'", id, file, name));
@@ -96,6 +101,7 @@ Result<RuleSpec> parse_rule(const fs::path& file) {
     r.rationale = j.value("rationale", "");
     r.fix = j.value("fix", "");
     r.references = j.value("references", std::vector<std::string>{});
+    if (j.contains("fixes")) r.fixes = j["fixes"].get<std::map<std::string, std::string>>();
     if (j.contains("params")) {
       for (auto it = j["params"].begin(); it != j["params"].end(); ++it) {
         Param p;

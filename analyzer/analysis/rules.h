@@ -36,9 +36,13 @@ struct RuleSpec {
   std::string fix;
   std::vector<std::string> references;
   std::map<std::string, Param> params;
+  // Fixes by the cause or pattern a finding names ("fixes" in the file: research-storm's patterns,
+  // algo-divergence's causes, env-drift's kinds); `fix` is the general one.
+  std::map<std::string, std::string> fixes;
   std::string file;  // where it was loaded from
 
   double param(const std::string& name) const;  // throws std::out_of_range naming the rule
+  const std::string& fix_for(const std::string& key) const;  // fixes[key], else fix
 };
 
 struct Finding {

@@ -134,6 +134,8 @@ int cmd_explain(const Args& args) {
              analysis::severity_name(r.severity), r.title, r.rationale, r.id);
   for (const auto& [name, p] : r.params) fmt::print("  {:<22} {:<10g} {}\n", name, p.value, p.description);
   fmt::print("\nWhat to do\n  {}\n", r.fix);
+  // Findings that name a cause, pattern or kind carry that one's fix.
+  for (const auto& [key, text] : r.fixes) fmt::print("  - {}: {}\n", key, text);
   if (!r.references.empty()) {
     fmt::print("\nReferences\n");
     for (const auto& ref : r.references) fmt::print("  {}\n", ref);

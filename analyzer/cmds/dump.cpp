@@ -343,6 +343,12 @@ void print_fault_rules(const reader::Trace& t, JsonLine& j) {
   }
 }
 
+// The files the process had mapped (the shim writes them with stacks): which copy of each
+// library was loaded, for analyses that read a dump (env-drift).
+void print_modules(const reader::Trace& t, JsonLine& j) {
+  for (const auto& m : t.modules()) jsonl::write_module_line(j, t.pid(), m.path, m.start, m.end, m.bias, m.build_id, stdout);
+}
+
 // Every distinct stack of the process, symbolized here (offline) unless --no-symbols.
 void print_stacks(const reader::Trace& t, const Filter& filter, JsonLine& j) {
   if (t.stacks().empty()) return;
@@ -461,6 +467,7 @@ int cmd_dump(const Args& args) {
         print_apis(tf, j);
         if (filter.events) print_problems(tf, j);
         print_fault_rules(tf, j);
+        if (filter.calls) print_modules(tf, j);
         if (filter.calls) print_stacks(tf, filter, j);
         if (filter.events) print_events(tf, filter, j);
         print_tail(tf, j);

@@ -47,6 +47,7 @@ constexpr size_t kMaxValuesPerLine = size_t(1) << 20;
 constexpr size_t kMaxFieldsPerApi = 64;  // argument fields of one API (the binary format holds 16)
 constexpr size_t kMaxApis = 4096;        // APIs of one process
 constexpr size_t kMaxProcesses = 65536;  // processes in one input
+constexpr size_t kMaxModules = 16384;    // mapped modules of one process (the shim writes at most 4096)
 constexpr size_t kExcerptBytes = 80;     // of a value or line quoted in a message
 constexpr size_t kNamedLines = 10;       // damaged lines named one by one; the rest are counted
 constexpr size_t kReadBlock = size_t(1) << 20;
@@ -205,7 +206,7 @@ uint64_t builtin_flags(const std::string& name) {
 // without them, and the table supplies them.
 constexpr uint64_t kRoleFlags = trace::kApiPlanFinalize | trace::kApiPlanExecute | trace::kApiLegacyFind |
                                 trace::kApiLegacyGet | trace::kApiLegacyConvExec | trace::kApiHandleCreate |
-                                trace::kApiEventTiming;
+                                trace::kApiEventTiming | trace::kApiLaterRoleFlags;
 
 trace::Library builtin_library(const std::string& name) {
   const ApiStatic* a = api_by_name(name.c_str());
@@ -824,6 +825,23 @@ class JsonlTrace : public Trace {
     stacks_[st.id] = std::move(st);
   }
 
+  void add_module(const json& j) {
+    Module m;
+    m.path = str(j, "path");
+    m.start = hex(j, "start");
+    m.end = hex(j, "end");
+    m.bias = hex(j, "bias");
+    m.build_id = str(j, "build_id");
+    if (m.path.empty()) throw BadValue{"a module without \"path\""};
+    if (m.end < m.start) throw BadValue{"a module whose \"end\" is before its \"start\""};
+    if (modules_.size() >= kMaxModules) throw TooMany{"too many modules", "modules in one process"};
+    // Kept sorted by start (Trace::module_of); a module seen again replaces the first.
+    auto it = std::lower_bound(modules_.begin(), modules_.end(), m.start,
+                               [](const Module& a, uint64_t v) { return a.start < v; });
+    if (it != modules_.end() && it->start == m.start && it->path == m.path) *it = std::move(m);
+    else modules_.insert(it, std::move(m));
+  }
+
   void add_count(const json& j) {
     std::string name = str(j, "api");
     if (name.empty()) throw BadValue{"a count without \"api\""};
@@ -1028,6 +1046,7 @@ class JsonlTrace : public Trace {
     if (s == "cudnn") return trace::Library::kCudnn;
     if (s == "driver") return trace::Library::kDriver;
     if (s == "torch") return trace::Library::kTorch;
+    if (s == "nccl") return trace::Library::kNccl;
     return trace::Library::kCudart;
   }
 
@@ -1118,7 +1137,7 @@ class JsonlReader {
       const std::string& type = type_value->get_ref<const std::string&>();
       if (type == "search") return;  // rebuilt from the calls
       if (type != "process" && type != "api" && type != "call" && type != "count" && type != "stack" &&
-          type != "fault_rule" && type != "crash" && type != "problem") {
+          type != "fault_rule" && type != "crash" && type != "problem" && type != "module") {
         damage_.unknown_type(line_no_, type);
         return;
       }
@@ -1142,6 +1161,8 @@ class JsonlReader {
         t->add_crash(j);
       } else if (type == "problem") {
         t->add_problem_line(j);
+      } else if (type == "module") {
+        t->add_module(j);
       }
       if (!partly.empty()) damage_.partial(line_no_, "too many fields", partly);
     } catch (const BadValue& e) {

@@ -18,6 +18,19 @@ std::string int_list(const auto* v, int n) {
 
 }  // namespace
 
+void write_module_line(JsonLine& j, uint32_t pid, const std::string& path, uint64_t start, uint64_t end, uint64_t bias,
+                       const std::string& build_id, std::FILE* out) {
+  j.begin();
+  j.str("type", "module");
+  j.num("pid", pid);
+  j.str("path", path);
+  j.hex("start", start);
+  j.hex("end", end);
+  j.hex("bias", bias);
+  if (!build_id.empty()) j.str("build_id", build_id);
+  j.end(out);
+}
+
 void write_problem_line(JsonLine& j, uint32_t pid, uint64_t hash, const std::string& text,
                         const trace::ProblemDesc* desc, std::FILE* out) {
   j.begin();

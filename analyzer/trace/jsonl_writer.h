@@ -21,6 +21,11 @@ namespace cuprobe::jsonl {
 void write_problem_line(JsonLine& j, uint32_t pid, uint64_t hash, const std::string& text,
                         const trace::ProblemDesc* desc, std::FILE* out);
 
+// One "type":"module" line: a file the process had mapped (reader::Module), for offline
+// symbolization and for telling which copies of a library were loaded.
+void write_module_line(JsonLine& j, uint32_t pid, const std::string& path, uint64_t start, uint64_t end, uint64_t bias,
+                       const std::string& build_id, std::FILE* out);
+
 // The value of one argument field of a call, typed as the binary trace types fields (api_table.h):
 // integer 'i', unsigned 'u', hex 'p'/'x' ("0x..."), float 'f', text 's', problem 'q' (written as the
 // problem's text; its "problem" line holds the rest), and a boolean.

@@ -14,6 +14,7 @@ ProblemShape problem_shape(const Problem* p) {
     const trace::ProblemTensor& t = d.tensors[0];
     int n = t.nbdims <= trace::kProblemMaxDims ? t.nbdims : trace::kProblemMaxDims;
     s.dims.assign(t.dims, t.dims + n);
+    if (conv_dummy_height(d)) s.dims.erase(s.dims.begin() + 2);  // a 1-D convolution, as its text shows it
     s.dtype = dtype_text(t.dtype);
   }
   return s;

@@ -12,7 +12,9 @@
 namespace cuprobe::reader {
 
 // The problem's operation and first tensor: "conv_fwd", {16,64,32,32}, "f32". Empty dims for a
-// problem known only by its text (JSON Lines of trace format 1) or one without tensors.
+// problem known only by its text (JSON Lines of trace format 1) or one without tensors. A 1-D
+// convolution that reached cuDNN as 2-D with a dummy height (conv_dummy_height) has 1-D dims:
+// {16,64,2600}, not {16,64,1,2600}.
 struct ProblemShape {
   std::string op;
   std::vector<int64_t> dims;

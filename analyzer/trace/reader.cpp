@@ -1,4 +1,7 @@
 // Trace file reader; see reader.h.
+// Before reader.h: the API table's flag names are read in a scope where result.h's Error would
+// make `Error` ambiguous.
+#include "cuprobe/api_table.h"
 #include "trace/reader.h"
 
 #include <fcntl.h>
@@ -38,6 +41,8 @@ const char* property_name(uint32_t key) {
     case trace::Property::kCudnnVersion: return "cudnn_version";
     case trace::Property::kCudnnCudartVersion: return "cudnn_cudart_version";
     case trace::Property::kLaunchEvents: return "launch_events";
+    case trace::Property::kNcclRank: return "nccl_rank";
+    case trace::Property::kNcclWorldSize: return "nccl_world_size";
   }
   return nullptr;
 }
@@ -48,6 +53,7 @@ const char* library_name(trace::Library lib) {
     case trace::Library::kCudnn: return "cudnn";
     case trace::Library::kDriver: return "driver";
     case trace::Library::kTorch: return "torch";
+    case trace::Library::kNccl: return "nccl";
   }
   return "unknown";
 }
@@ -670,6 +676,8 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
         if (a.fields.size() > size_t(trace::kMaxCallArgs)) a.fields.resize(size_t(trace::kMaxCallArgs));
         a.library = trace::Library(r->library);
         a.flags = r->flags;
+        // Roles a later cuprobe gave to APIs this file already recorded (trace_format.h).
+        if (const ApiStatic* known = api_by_name(a.name.c_str())) a.flags |= known->flags & trace::kApiLaterRoleFlags;
         a.count_slot = r->count_slot;
         break;
       }

@@ -13,6 +13,7 @@ enum Role : uint8_t {
   kFinalize,
   kExecute,
   kElapsed,
+  kEventRecord,
   kAlloc,
   kLegacyFind,
   kLegacyGet,
@@ -55,10 +56,12 @@ SearchTracker::SearchTracker(const Trace& trace, Sink sink) : trace_(trace), sin
     f = Fields{a.field_index("desc"),  a.field_index("kind"),  a.field_index("problem"),  a.field_index("engine"),
                a.field_index("knobs"), a.field_index("workspace"), a.field_index("notes"), a.field_index("plan"),
                a.field_index("ms"),    a.field_index("size"),  a.field_index("results"),  a.field_index("algo"),
-               a.field_index("math"),  a.field_index("returned"), a.field_index("ws_ptr"), a.field_index("align")};
+               a.field_index("math"),  a.field_index("returned"), a.field_index("ws_ptr"), a.field_index("align"),
+               a.field_index("event"), a.field_index("start"), a.field_index("end")};
     if (a.flags & trace::kApiPlanFinalize) role_[id] = kFinalize;
     else if (a.flags & trace::kApiPlanExecute) role_[id] = kExecute;
     else if (a.flags & trace::kApiEventTiming) role_[id] = kElapsed;
+    else if (a.flags & trace::kApiEventRecord) role_[id] = kEventRecord;
     else if (a.flags & trace::kApiDeviceAlloc) role_[id] = kAlloc;
     else if (a.flags & trace::kApiLegacyFind) role_[id] = kLegacyFind;
     else if (a.flags & trace::kApiLegacyGet) role_[id] = kLegacyGet;
@@ -134,6 +137,7 @@ void SearchTracker::on_event(const Event& e) {
       return;
     }
     case kExecute: {
+      ++ts.executions;
       if (!ep.open) return;
       auto it = ep.by_plan.find(u(e, f.plan));
       if (it == ep.by_plan.end()) {
@@ -157,8 +161,22 @@ void SearchTracker::on_event(const Event& e) {
       }
       return;
     }
+    case kEventRecord: {
+      ts.records_seen = true;
+      if (e.ret != 0) return;
+      if (ts.recorded_at.size() >= 4096) ts.recorded_at.clear();  // only the latest records matter
+      ts.recorded_at[u(e, f.event)] = ts.executions;
+      return;
+    }
     case kElapsed: {
       if (!ep.open || ep.last_executed < 0 || e.ret != 0) return;
+      if (ts.records_seen) {
+        // Traces whose event records carry no role (older files read without the table) keep
+        // the earlier reading: any time measured while a selection is open.
+        auto start = ts.recorded_at.find(u(e, f.start));
+        auto end = ts.recorded_at.find(u(e, f.end));
+        if (start == ts.recorded_at.end() || end == ts.recorded_at.end() || end->second - start->second != 1) return;
+      }
       double ms = as_double(u(e, f.ms));
       SearchCandidate& c = ep.rec.candidates[size_t(ep.last_executed)];
       if (c.time_ms < 0 || ms < c.time_ms) c.time_ms = ms;

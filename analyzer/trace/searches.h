@@ -25,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "trace/reader.h"
@@ -92,6 +93,13 @@ class SearchTracker {
   struct ThreadState {
     Episode episode;
     std::map<uint64_t, LegacyPending> legacy;  // problem hash -> search awaiting its winner
+    // Plan executions this thread made, and for each event it recorded that count when it did:
+    // a benchmark search times exactly one execution between two records of its own thread, so
+    // a measured time spanning none or many (a framework timing a whole step around a heuristic
+    // selection, DDP's runtime statistics) is not a candidate's.
+    uint64_t executions = 0;
+    bool records_seen = false;
+    std::unordered_map<uint64_t, uint64_t> recorded_at;  // event -> executions when recorded
   };
 
   void close(Episode& ep);
@@ -105,6 +113,7 @@ class SearchTracker {
   // Field indices per API id, resolved once.
   struct Fields {
     int desc, kind, problem, engine, knobs, workspace, notes, plan, ms, size, results, algo, math, returned, ws, align;
+    int event, start, end;
   };
   std::vector<Fields> fields_;
   std::vector<uint8_t> role_;  // what each API id is to the tracker

@@ -1,8 +1,8 @@
 // The API table every part of cuprobe shares: one id space over the CUDA runtime, cuDNN, the
-// driver and PyTorch's own functions, each API's name, library, role flags (trace::ApiFlags)
-// and signature-of id. Expanded from the X-macro lists in schema/cuprobe/hooks/; only names and
-// flags are used here, so no CUDA header is needed (the shim, which also uses the parameter
-// lists, includes the vendor headers first).
+// driver, PyTorch's own functions and NCCL's communicator set-up, each API's name, library, role
+// flags (trace::ApiFlags) and signature-of id. Expanded from the X-macro lists in
+// schema/cuprobe/hooks/; only names and flags are used here, so no CUDA header is needed (the
+// shim, which also uses the parameter lists, includes the vendor headers first).
 //
 // The shim writes each API's entry into every trace (ApiInfo records), so readers of binary
 // traces learn flags from the trace itself; readers of JSON Lines, which name APIs, look them
@@ -15,6 +15,7 @@
 #include "cuprobe/hooks/cudart_hooks.h"
 #include "cuprobe/hooks/cudnn_hooks.h"
 #include "cuprobe/hooks/driver_hooks.h"
+#include "cuprobe/hooks/nccl_hooks.h"
 #include "cuprobe/trace_format.h"
 
 namespace cuprobe {
@@ -53,6 +54,8 @@ inline constexpr uint64_t LegacyGet = trace::kApiLegacyGet;
 inline constexpr uint64_t LegacyConvExec = trace::kApiLegacyConvExec;
 inline constexpr uint64_t HandleCreate = trace::kApiHandleCreate;
 inline constexpr uint64_t EventTiming = trace::kApiEventTiming;
+inline constexpr uint64_t CommInit = trace::kApiCommInit;
+inline constexpr uint64_t EventRecord = trace::kApiEventRecord;
 }  // namespace hook_flags
 
 #define CUPROBE_API_ID(ret, name, sig, params, args, flags) name,
@@ -61,6 +64,7 @@ enum class ApiId : uint16_t {
   CUPROBE_CUDNN_HOOKS(CUPROBE_API_ID)   //
   CUPROBE_DRIVER_HOOKS(CUPROBE_API_ID)  //
   CUPROBE_TORCH_HOOKS(CUPROBE_API_ID)   //
+  CUPROBE_NCCL_HOOKS(CUPROBE_API_ID)    //
   kCount
 };
 #undef CUPROBE_API_ID
@@ -82,16 +86,20 @@ struct ApiStatic {
   ApiStatic{#name, [] { using namespace hook_flags; return uint64_t(flags); }(), trace::Library::kDriver, ApiId::sig},
 #define CUPROBE_API_STATIC_TORCH(ret, name, sig, params, args, flags) \
   ApiStatic{#name, [] { using namespace hook_flags; return uint64_t(flags); }(), trace::Library::kTorch, ApiId::sig},
+#define CUPROBE_API_STATIC_NCCL(ret, name, sig, params, args, flags) \
+  ApiStatic{#name, [] { using namespace hook_flags; return uint64_t(flags); }(), trace::Library::kNccl, ApiId::sig},
 inline constexpr ApiStatic kApis[] = {
     CUPROBE_CUDART_HOOKS(CUPROBE_API_STATIC_CUDART)  //
     CUPROBE_CUDNN_HOOKS(CUPROBE_API_STATIC_CUDNN)    //
     CUPROBE_DRIVER_HOOKS(CUPROBE_API_STATIC_DRIVER)  //
     CUPROBE_TORCH_HOOKS(CUPROBE_API_STATIC_TORCH)    //
+    CUPROBE_NCCL_HOOKS(CUPROBE_API_STATIC_NCCL)      //
 };
 #undef CUPROBE_API_STATIC_CUDART
 #undef CUPROBE_API_STATIC_CUDNN
 #undef CUPROBE_API_STATIC_DRIVER
 #undef CUPROBE_API_STATIC_TORCH
+#undef CUPROBE_API_STATIC_NCCL
 static_assert(sizeof(kApis) / sizeof(kApis[0]) == kApiCount);
 
 constexpr const ApiStatic& api_static(ApiId id) { return kApis[int(id)]; }

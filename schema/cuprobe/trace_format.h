@@ -176,7 +176,9 @@ inline constexpr int kMaxCallArgs = 16;
 // Library an API belongs to.
 // kTorch: functions of PyTorch's own libraries (libc10.so) that report what the CUDA libraries
 // cannot see, such as the size of the request behind an out-of-memory error.
-enum class Library : uint16_t { kCudart = 1, kCudnn = 2, kDriver = 3, kTorch = 4 };
+// kNccl: NCCL's communicator set-up (libnccl.so.2), which names the process's rank when no
+// launcher variable does. Readers that predate it name it "unknown" and skip nothing.
+enum class Library : uint16_t { kCudart = 1, kCudnn = 2, kDriver = 3, kTorch = 4, kNccl = 5 };
 
 // Classification of an API, written into the trace so readers need no built-in name lists.
 enum ApiFlags : uint64_t {
@@ -220,7 +222,17 @@ enum ApiFlags : uint64_t {
   kApiLegacyConvExec = 1u << 29,  // cudnnConvolution{Forward,BackwardData,BackwardFilter,BiasActivationForward}
   kApiHandleCreate = 1u << 30,    // cudnnCreate (field handle): the handle and its device
   kApiEventTiming = 1u << 31,     // cudaEventElapsedTime (field ms): the time between two events
+  // Creates an NCCL communicator (fields comm, nranks, rank: the new communicator's size and this
+  // process's rank in it).
+  kApiCommInit = 1ull << 32,
+  // Records an event on a stream (field event): with kApiEventTiming, tells which calls a measured
+  // time spans (a benchmark search times one plan execution between two records).
+  kApiEventRecord = 1ull << 33,
 };
+
+// Role flags a later cuprobe added without a new trace format: a reader adds them, by API name,
+// to the flags of a file recorded before them.
+inline constexpr uint64_t kApiLaterRoleFlags = kApiEventRecord;
 
 // Field encoding inside ApiInfo::fields: "name:t,name:t" with t one of
 //   p pointer or handle (printed in hex)   u unsigned   i signed   x flags (hex)
@@ -305,6 +317,12 @@ enum class Property : uint32_t {
   kCudnnVersion = 3,
   kCudnnCudartVersion = 4,
   kLaunchEvents = 5,  // 1 when every kernel launch is an event
+  // This process's rank and the communicator's size, from the NCCL communicator with the most
+  // ranks it created so far (the world's, under PyTorch's ProcessGroupNCCL): written again
+  // whenever a larger one is created, the last record counts. Launchers such as
+  // torch.multiprocessing.spawn set no RANK variable; this is how such a process's rank is known.
+  kNcclRank = 6,
+  kNcclWorldSize = 7,
 };
 
 struct PropertyRecord {

@@ -108,6 +108,7 @@ struct Candidate {
   uint64_t ws;
   double ms;
   int32_t status;
+  uint32_t notes = 1;  // numerical-note bits (1 << cudnnBackendNumericalNote_t): tensor cores
 };
 
 // A plan that finalized: its descriptor id and the candidate it came from.
@@ -192,7 +193,7 @@ class Trace {
           .i("engine", c.engine)
           .text("knobs", c.knobs)
           .i("workspace", int64_t(c.status == 0 ? c.ws : 0))
-          .hex("notes", 1)
+          .hex("notes", c.notes)
           .hex("behavior", 0)
           .i("align", 16);
       if (c.status == 0) plans.push_back(Plan{plan, c.engine, c.knobs, c.ws, c.ms});
@@ -244,6 +245,38 @@ class Trace {
   }
   void stream_sync(uint64_t dur_ns) { call("cudaStreamSynchronize", dur_ns).stream = 0; }
 
+  // The process's environment as the shim records it: library versions (process properties, by
+  // reader::property_name), its GPU, and the files it had mapped (written with stacks).
+  Trace& property(const std::string& name, int64_t value) {
+    properties_.emplace_back(name, value);
+    return *this;
+  }
+  Trace& versions(int64_t cudnn, int64_t cudnn_cudart, int64_t runtime, int64_t driver) {
+    return property("cuda_runtime_version", runtime)
+        .property("cuda_driver_version", driver)
+        .property("cudnn_version", cudnn)
+        .property("cudnn_cudart_version", cudnn_cudart);
+  }
+  Trace& gpu(std::string name, std::string cc) {
+    gpu_name_ = std::move(name);
+    gpu_cc_ = std::move(cc);
+    return *this;
+  }
+  Trace& module(std::string path) {
+    modules_.push_back(std::move(path));
+    return *this;
+  }
+  // The GPU's UUID (default: one of its own per process); processes given the same share a GPU.
+  Trace& uuid(std::string u) {
+    uuid_ = std::move(u);
+    return *this;
+  }
+  // Ran under cuprobe's memory cap (record --mem-cap TEXT): the fault plan's last slot.
+  Trace& mem_cap(std::string text) {
+    mem_cap_ = std::move(text);
+    return *this;
+  }
+
   void write(const std::string& rel) const {
     fs::path path = fs::path(g_out) / rel;
     fs::create_directories(path.parent_path());
@@ -265,14 +298,15 @@ class Trace {
     j.num("start_ns", 1'000'000'000);
     j.num("start_wall_ns", 1'796'000'000'000'000'000ull);
     j.str("state", state_);
+    for (const auto& [name, value] : properties_) j.inum(name, value);
     JsonLine dev;
     dev.begin();
     dev.num("index", 0);
-    dev.str("name", "NVIDIA H100");
+    dev.str("name", gpu_name_);
     dev.num("total_mem", total_mem_);
-    dev.str("uuid", "GPU-fixture-" + std::to_string(pid_));
+    dev.str("uuid", uuid_.empty() ? "GPU-fixture-" + std::to_string(pid_) : uuid_);
     dev.str("pci_bus_id", "0000:18:00.0");
-    dev.str("cc", "9.0");
+    dev.str("cc", gpu_cc_);
     j.raw("devices", "[" + std::string(dev.finish()) + "]");
     if (state_ != "incomplete") j.num("end_ns", t_);
     if (stats_) {
@@ -282,6 +316,23 @@ class Trace {
       j.raw("stats", s.finish());
     }
     j.end(f);
+    if (!mem_cap_.empty()) {
+      j.begin();
+      j.str("type", "fault_rule");
+      j.num("pid", pid_);
+      j.num("index", trace::kFaultRuleSlots - 1);
+      j.str("name", "mem-cap");
+      j.str("rule", mem_cap_);
+      j.str("scope", "process");
+      j.num("matched", 0);
+      j.num("injected", 0);
+      j.end(f);
+    }
+    uint64_t base = 0x7E0000000000;
+    for (const std::string& m : modules_) {
+      cuprobe::jsonl::write_module_line(j, pid_, m, base, base + 0x400000, base, "", f);
+      base += 0x1000000;
+    }
     for (const Problem& p : problems_) cuprobe::jsonl::write_problem_line(j, pid_, p.hash, p.text, &p.desc, f);
     for (const CallLine& c : calls_) cuprobe::jsonl::write_call_line(j, c, f);
     if (std::fclose(f) != 0) {
@@ -297,6 +348,12 @@ class Trace {
   uint64_t total_mem_;
   std::string state_;
   std::optional<Stats> stats_;
+  std::vector<std::pair<std::string, int64_t>> properties_;
+  std::string gpu_name_ = "NVIDIA H100";
+  std::string gpu_cc_ = "9.0";
+  std::string uuid_;
+  std::string mem_cap_;
+  std::vector<std::string> modules_;
   uint64_t t_ = 1'000'000'000;
   uint64_t next_ptr_ = 0x7F0000000000;
   int64_t next_desc_ = 100;
@@ -351,8 +408,9 @@ Trace research_storm() {
     fire.write("research-storm/fire/random_sizes.jsonl");
   }
   {
-    // A network on images of 12 sizes drawn at random: the first size comes back early, so
-    // warm-up ends at the second step, and searches go on after it.
+    // A network on images of sizes drawn from 12 (the draw hits 4 of them): the first size comes
+    // back early, so warm-up ends at the second step, and searches go on after it until every
+    // size was seen; then they stop. Shape buckets: research-storm says so, at info.
     Trace fire(1003);
     std::map<std::string, Plan> searched;
     std::vector<int64_t> sizes;
@@ -360,7 +418,7 @@ Trace research_storm() {
     for (int64_t k = 0; k < 30; ++k) {
       network(fire, k > 0 ? sizes[size_t((k * 7 + k * k) % int64_t(sizes.size()))] : sizes[0], searched);
     }
-    fire.write("research-storm/fire/network_random_sizes.jsonl");
+    fire.write("research-storm/quiet/network_four_sizes.jsonl");
   }
   {
     // The same network on one size, after a slow start (8 s of setup before the first step):
@@ -388,6 +446,186 @@ Trace research_storm() {
   return quiet;
 }
 
+// research-storm's patterns (issue 13): networks trained forward and backward, 1-D convolutions
+// as PyTorch hands them to cuDNN (x[N,C,1,L], a 1xk filter), evaluation and partial batches, a
+// long interpreter start-up before the first work.
+namespace storm {
+
+// One convolution layer: channels, filter size, stride.
+struct ConvLayer {
+  int64_t cin, cout, k;
+  int stride;
+};
+
+// A convolution problem of one layer: `op` forward (x w -> y), dgrad (dy w -> dx) or wgrad
+// (x dy -> dw). `one_d`: a 1-D convolution as PyTorch hands it to cuDNN (height 1, a 1xk filter,
+// no padding, stride or dilation in that height); else square k x k on h x w.
+Problem conv_op(trace::ProblemOp op, const ConvLayer& l, int64_t batch, int64_t h, int64_t w, bool one_d) {
+  Problem p;
+  trace::ProblemDesc& d = p.desc;
+  d.op = uint16_t(op);
+  d.flags = trace::kProblemHasConv;
+  d.math_type = -1;
+  d.n_tensors = 3;
+  int64_t kh = one_d ? 1 : l.k;
+  int64_t pad = l.k / 2;
+  int64_t oh = one_d ? 1 : (h + 2 * pad - kh) / l.stride + 1;
+  int64_t ow = (w + 2 * pad - l.k) / l.stride + 1;
+  trace::ProblemTensor x{}, wt{}, y{};
+  packed_nchw(x, trace::TensorRole::kX, CUDNN_DATA_FLOAT, batch, l.cin, one_d ? 1 : h, w);
+  packed_nchw(wt, trace::TensorRole::kW, CUDNN_DATA_FLOAT, l.cout, l.cin, kh, l.k);
+  packed_nchw(y, trace::TensorRole::kY, CUDNN_DATA_FLOAT, batch, l.cout, oh, ow);
+  if (op == trace::ProblemOp::kConvFwd) {
+    d.tensors[0] = x, d.tensors[1] = wt, d.tensors[2] = y;
+  } else if (op == trace::ProblemOp::kConvDgrad) {
+    y.role = uint8_t(trace::TensorRole::kDy);
+    x.role = uint8_t(trace::TensorRole::kDx);
+    d.tensors[0] = y, d.tensors[1] = wt, d.tensors[2] = x;
+  } else {
+    y.role = uint8_t(trace::TensorRole::kDy);
+    wt.role = uint8_t(trace::TensorRole::kDw);
+    d.tensors[0] = x, d.tensors[1] = y, d.tensors[2] = wt;
+  }
+  trace::ProblemConv& c = d.conv;
+  c.mode = CUDNN_CROSS_CORRELATION;
+  c.compute = CUDNN_DATA_FLOAT;
+  c.spatial = 2;
+  c.groups = 1;
+  for (int i = 0; i < 2; ++i) {
+    bool dummy = one_d && i == 0;
+    c.pre[i] = c.post[i] = dummy ? 0 : int32_t(pad);
+    c.stride[i] = dummy ? 1 : l.stride;
+    c.dilation[i] = 1;
+  }
+  char buf[512];
+  size_t n = cuprobe::render_problem(d, buf, sizeof buf);
+  p.text.assign(buf, n < sizeof buf ? n : sizeof buf - 1);
+  p.hash = trace::problem_hash(d);
+  return p;
+}
+
+const std::vector<ConvLayer> kNet2d = {{3, 64, 3, 1}, {64, 64, 3, 1}, {64, 128, 3, 2}};
+const std::vector<ConvLayer> kNet2dDeep = {{3, 64, 3, 1},    {64, 64, 3, 1},   {64, 128, 3, 2},
+                                           {128, 128, 3, 1}, {128, 256, 3, 2}, {256, 256, 3, 1}};
+const std::vector<ConvLayer> kNet1d = {{64, 128, 5, 1}, {128, 128, 5, 2}, {128, 256, 5, 2}};
+const std::vector<ConvLayer> kNet1dSmall = {{64, 128, 5, 1}, {128, 128, 5, 2}};
+// Two candidates per search: the storm fixtures search a lot, and stay small.
+const std::vector<Candidate> kTwo = {{38, "tile_size=8,stages=4", 2 * kMiB, 0.40, 0},
+                                     {67, "tile_size=5,tilek=0", 1 * kMiB, 0.31, 0}};
+
+// One step of a network on inputs h x w (one_d: length w): every layer forward, then, when
+// training, backward (wgrad of every layer, dgrad of all but the first). Problems not searched
+// yet are searched (cudnn.benchmark's cache), the others run.
+void step(Trace& t, const std::vector<ConvLayer>& net, int64_t batch, int64_t h, int64_t w, bool one_d, bool train,
+          std::map<std::string, Plan>& searched, uint64_t rest_ns = 30'000'000) {
+  auto run = [&](const Problem& problem) {
+    auto it = searched.find(problem.text);
+    if (it == searched.end()) {
+      searched.emplace(problem.text, *t.search(problem, kTwo, 1));
+    } else {
+      t.run(it->second, problem);
+    }
+  };
+  std::vector<std::pair<int64_t, int64_t>> sizes;
+  for (const ConvLayer& l : net) {
+    sizes.emplace_back(h, w);
+    run(conv_op(trace::ProblemOp::kConvFwd, l, batch, h, w, one_d));
+    if (!one_d) h = (h + l.stride - 1) / l.stride;
+    w = (w + l.stride - 1) / l.stride;
+  }
+  if (train) {
+    for (size_t i = net.size(); i-- > 0;) {
+      if (i > 0) run(conv_op(trace::ProblemOp::kConvDgrad, net[i], batch, sizes[i].first, sizes[i].second, one_d));
+      run(conv_op(trace::ProblemOp::kConvWgrad, net[i], batch, sizes[i].first, sizes[i].second, one_d));
+    }
+  }
+  t.stream_sync(2'000'000);
+  t.wait(rest_ns);
+}
+
+// The interpreter's start-up: imports that query the device and wait, no work.
+void startup(Trace& t, int queries, uint64_t each_ns) {
+  for (int i = 0; i < queries; ++i) {
+    t.call("cudaGetDeviceCount", 2'000);
+    t.wait(each_ns);
+  }
+}
+
+void fixtures() {
+  {
+    // A 1-D convolution network on inputs of two fixed lengths, alternating (two buckets): every
+    // problem searched in the first two steps, then 120 steps without a search.
+    Trace quiet(1011);
+    std::map<std::string, Plan> searched;
+    for (int k = 0; k < 120; ++k) step(quiet, kNet1d, 16, 1, k % 2 ? 16000 : 8000, true, true, searched);
+    quiet.write("research-storm/quiet/two_buckets_1d.jsonl");
+  }
+  {
+    // Batch 64 over 616 samples, 4 epochs without drop_last: each epoch's 10th step is a batch of
+    // 40, searched in the first epoch only.
+    Trace quiet(1012);
+    std::map<std::string, Plan> searched;
+    for (int epoch = 0; epoch < 4; ++epoch) {
+      for (int k = 0; k < 10; ++k) step(quiet, kNet2d, k < 9 ? 64 : 40, 64, 64, false, true, searched);
+    }
+    quiet.write("research-storm/quiet/last_partial_batch.jsonl");
+  }
+  {
+    // Training at batch 32; every 20 steps an evaluation (forward only, no_grad) of 3 batches of
+    // 128: the evaluation's problems are searched once.
+    Trace quiet(1013);
+    std::map<std::string, Plan> searched;
+    for (int k = 1; k <= 60; ++k) {
+      step(quiet, kNet2dDeep, 32, 64, 64, false, true, searched);
+      if (k % 20 == 0) {
+        for (int e = 0; e < 3; ++e) step(quiet, kNet2dDeep, 128, 64, 64, false, false, searched);
+      }
+    }
+    quiet.write("research-storm/quiet/evaluation_batch.jsonl");
+  }
+  {
+    // 3 s of interpreter start-up (device queries at import), then a one-layer model on 8 fixed
+    // sizes searched at once (expensive candidates), then 240 short steps. Measured from the
+    // process's start, warm-up (a fifth of the span) would end before the first work and every
+    // search would be "late"; measured from the job's first work, none is.
+    Trace quiet(1014);
+    startup(quiet, 30, 100'000'000);
+    const std::vector<Candidate> slow = {{38, "tile_size=8,stages=4", 2 * kMiB, 5.0, 0},
+                                         {67, "tile_size=5,tilek=0", 1 * kMiB, 4.0, 0},
+                                         {41, "tile_size=8,split_k_slc=32", 8 * kMiB, 6.0, 0},
+                                         {28, "tile_size=4,stages=3", 4 * kMiB, 4.5, 0}};
+    std::vector<std::pair<Plan, Problem>> plans;
+    for (int64_t side = 96; side < 96 + 8 * 16; side += 16) {
+      Problem problem = conv(32, side);
+      plans.emplace_back(*quiet.search(problem, slow, 1), problem);
+    }
+    for (int k = 0; k < 240; ++k) {
+      const auto& [plan, problem] = plans[size_t(k % 8)];
+      steps(quiet, plan, problem, 1, 10'000'000);
+    }
+    quiet.write("research-storm/quiet/long_startup.jsonl");
+  }
+  {
+    // A 2-D network served on a new (H, W) every step (forward only), through the whole run.
+    Trace fire(1015);
+    std::map<std::string, Plan> searched;
+    for (int k = 0; k < 24; ++k) {
+      step(fire, kNet2d, 32, 64 + (k * 37) % 320, 64 + (k * 53 + 11) % 320, false, false, searched);
+    }
+    fire.write("research-storm/fire/unbounded_2d.jsonl");
+  }
+  {
+    // A 1-D network trained on a new length every step (4000..64000), after a start-up.
+    Trace fire(1016);
+    startup(fire, 10, 100'000'000);
+    std::map<std::string, Plan> searched;
+    for (int k = 0; k < 16; ++k) step(fire, kNet1dSmall, 16, 1, 4000 + (k * 7919) % 60000, true, true, searched);
+    fire.write("research-storm/fire/unbounded_1d.jsonl");
+  }
+}
+
+}  // namespace storm
+
 void research_repeat(const Trace& healthy) {
   {
     Trace fire(1101);
@@ -410,6 +648,24 @@ void research_repeat(const Trace& healthy) {
     }
     fire.write("research-repeat/fire/alignment.jsonl");
   }
+  {
+    // PyTorch's plan cache is per thread: a problem the forward pass runs on the main thread and
+    // the backward pass on autograd's (a transposed convolution's gradient is a forward
+    // convolution) is searched once on each, then never again: a one-off, information only.
+    Trace quiet(1103);
+    Problem problem = conv(32, 56), other = conv(32, 28);
+    Plan plan = *quiet.search(problem, kCandidates, 1);
+    Plan again = *quiet.search(problem, kCandidates, 1, true, 1103 + 1);
+    Plan plan2 = *quiet.search(other, kCandidates, 1);
+    Plan again2 = *quiet.search(other, kCandidates, 1, true, 1103 + 1);
+    for (int k = 0; k < 30; ++k) {
+      steps(quiet, plan, problem, 1);
+      steps(quiet, again, problem, 1);
+      steps(quiet, plan2, other, 1);
+      steps(quiet, again2, other, 1);
+    }
+    quiet.write("research-repeat/quiet/per_thread_cache.jsonl");
+  }
   healthy.write("research-repeat/quiet/searched_once.jsonl");
 }
 
@@ -426,6 +682,32 @@ void workspace_blowup() {
   plan = *quiet.search(problem, cands, 0);
   steps(quiet, plan, problem, 20);
   quiet.write("workspace-blowup/quiet/small_workspace.jsonl");
+  {
+    // Measured on the H200 (pytorch/examples dcgan): a transposed convolution's search allocates
+    // 2.5 GiB for tensors of ~10 MiB. Harmless on 140 GiB; on a card of 8 GiB (the memory cap
+    // stands for one), a third of the memory.
+    Problem small = conv(64, 8, 256);
+    Trace capped(1203, -1, "node0", 140 * kGiB);
+    capped.mem_cap("8GiB");
+    std::vector<Candidate> c = {{67, "tile_size=5", 0, 0.05, 0}, {50, "tile_size=1", 2560 * kMiB, 0.09, 0}};
+    Plan p = *capped.search(small, c, 0);
+    steps(capped, p, small, 20);
+    capped.write("workspace-blowup/fire/search_workspace_on_a_small_card.jsonl");
+    Trace roomy(1204, -1, "node0", 140 * kGiB);
+    p = *roomy.search(small, c, 0);
+    steps(roomy, p, small, 20);
+    roomy.write("workspace-blowup/quiet/search_workspace_on_a_large_card.jsonl");
+  }
+  {
+    // A huge batch: the workspaces are large for the device but smaller than the problem's own
+    // tensors (2 x 16 GiB); the batch is what takes the memory, not the workspace.
+    Problem huge = conv(8192, 128, 32);
+    Trace t(1205, -1, "node0", 80 * kGiB);
+    std::vector<Candidate> c = {{38, "tile_size=1", 10 * kGiB, 40.0, 0}, {12, "tile_size=2", 24 * kGiB, 41.0, 0}};
+    Plan p = *t.search(huge, c, 0);
+    steps(t, p, huge, 10, 100'000'000);
+    t.write("workspace-blowup/quiet/workspace_smaller_than_the_batch.jsonl");
+  }
 }
 
 void algo_divergence() {
@@ -446,6 +728,119 @@ void algo_divergence() {
       steps(t, plan, problem, 30);
       t.write(std::string("algo-divergence/") + kind + "/rank" + std::to_string(rank) + ".jsonl");
     }
+  }
+}
+
+// A rank of a healthy job as PyTorch 2.11 wheels run it (FACTS.md): cuDNN 9.19 built for CUDA 13.0,
+// runtime 13.0, a driver for 13.0, an H200.
+Trace& cuda13_h200(Trace& t) { return t.versions(91900, 13000, 13000, 13000).gpu("NVIDIA H200", "9.0"); }
+
+// Issue 13's scenarios: why ranks chose differently. Each directory below fire/ and quiet/ is one job.
+void algo_divergence_causes() {
+  Problem problem = conv(64, 56);
+  {
+    // Rank 1 ran with cudnn.benchmark off: it took the heuristics' first plan that ran, and timed
+    // nothing; rank 0 timed both candidates.
+    for (int rank = 0; rank < 2; ++rank) {
+      Trace t(uint32_t(1320 + rank), rank, "node" + std::to_string(rank));
+      cuda13_h200(t);
+      std::vector<Candidate> cands = {{67, "tile_size=5,tilek=0", kMiB, 0.30, 0}, {28, "tile_size=4,stages=3", kMiB, 0.39, 0}};
+      if (rank == 1) std::swap(cands[0], cands[1]);  // the heuristics' order
+      Plan plan = *t.search(problem, cands, 0, rank == 0);
+      steps(t, plan, problem, 10);
+      if (rank == 1) {
+        // DDP's runtime statistics time a whole step with two events of their own: a measured time
+        // while the heuristic selection is still open, spanning many executions, not a candidate's.
+        t.call("cudaEventRecord").hex("event", 0x30).stream = 0;
+        steps(t, plan, problem, 3);
+        t.call("cudaEventRecord").hex("event", 0x40).stream = 0;
+        t.call("cudaEventSynchronize").hex("event", 0x40);
+        t.call("cudaEventElapsedTime").f("ms", 120.0).hex("start", 0x30).hex("end", 0x40);
+      }
+      steps(t, plan, problem, 20);
+      t.write("algo-divergence/fire/benchmark-off/rank" + std::to_string(rank) + ".jsonl");
+    }
+  }
+  {
+    // Both ranks benchmarked, on the same libraries and GPUs: the same engine with other tiles,
+    // timed within 2% of each other, each rank measuring its own choice faster.
+    for (int rank = 0; rank < 2; ++rank) {
+      Trace t(uint32_t(1330 + rank), rank, "node" + std::to_string(rank));
+      cuda13_h200(t);
+      std::vector<Candidate> cands = {{67, "tile_size=5,tilek=0", kMiB, rank == 0 ? 0.300 : 0.306, 0},
+                                      {67, "tile_size=4,tilek=1", kMiB, rank == 0 ? 0.305 : 0.301, 0},
+                                      {28, "tile_size=4,stages=3", kMiB, 0.45, 0}};
+      Plan plan = *t.search(problem, cands, size_t(rank));
+      steps(t, plan, problem, 30);
+      t.write("algo-divergence/quiet/near-ties/rank" + std::to_string(rank) + ".jsonl");
+    }
+  }
+}
+
+// env-drift: each file directly in fire/ is a process with a problem of its own; each directory a
+// job whose ranks disagree. quiet/: a job whose ranks agree on everything.
+void env_drift() {
+  Problem problem = conv(64, 56);
+  constexpr uint32_t kTensorCore = 1u << 0, kNondeterministic = 1u << 4;
+  // The candidates of a float32 convolution as the filter lets them through: with deterministic
+  // mode off, a non-deterministic engine; with TF32 on, tensor-core engines.
+  auto candidates = [&](bool deterministic, bool tf32) {
+    uint32_t tc = tf32 ? kTensorCore : 0;
+    std::vector<Candidate> c = {{67, "tile_size=5,tilek=0", kMiB, 0.30, 0, tc}, {28, "tile_size=4,stages=3", kMiB, 0.39, 0, tc}};
+    if (!deterministic) c.push_back({41, "split_k_slc=32", 8 * kMiB, 0.35, 0, kNondeterministic | tc});
+    if (!tf32) c.push_back({2, "", 0, 0.60, 0, 0});
+    return c;
+  };
+  auto train = [&](Trace& t, bool deterministic = false, bool tf32 = true) {
+    Plan plan = *t.search(problem, candidates(deterministic, tf32), 0);
+    steps(t, plan, problem, 20);
+  };
+  const std::string wheel = "/venv/lib/python3.12/site-packages/nvidia/";
+  {
+    // PyTorch's cuDNN wheel, and the system's libcudnn loaded beside it by another library.
+    Trace t(2401, -1, "node0", 80 * kGiB, "exited", Stats{{{"duplicate_libraries", 2}}});
+    cuda13_h200(t)
+        .module(wheel + "cu13/lib/libcudart.so.13")
+        .module(wheel + "cudnn/lib/libcudnn.so.9")
+        .module(wheel + "cudnn/lib/libcudnn_graph.so.9")
+        .module("/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0")
+        .module("/usr/lib/x86_64-linux-gnu/libcudnn_graph.so.9.14.0");
+    train(t);
+    t.write("env-drift/fire/duplicate_cudnn.jsonl");
+  }
+  {
+    // nvidia-cudnn-cu12 under a CUDA 13 PyTorch.
+    Trace t(2402);
+    t.versions(91900, 12080, 13000, 13000).gpu("NVIDIA H200", "9.0");
+    train(t);
+    t.write("env-drift/fire/cudnn_for_cuda12.jsonl");
+  }
+  {
+    // A CUDA 13 runtime on a driver that supports CUDA 12.4 at most.
+    Trace t(2403);
+    t.versions(91900, 13000, 13000, 12040).gpu("NVIDIA H200", "9.0");
+    train(t);
+    t.write("env-drift/fire/driver_too_old.jsonl");
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    // Rank 1 found an older cuDNN first on its library path.
+    Trace t(uint32_t(2410 + rank), rank, "node" + std::to_string(rank));
+    t.versions(rank == 1 ? 91400 : 91900, 13000, 13000, 13000).gpu("NVIDIA H200", "9.0");
+    train(t);
+    t.write("env-drift/fire/cudnn-version/rank" + std::to_string(rank) + ".jsonl");
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    // Rank 1 set torch.backends.cudnn.deterministic = True and allow_tf32 = False.
+    Trace t(uint32_t(2420 + rank), rank, "node" + std::to_string(rank));
+    cuda13_h200(t);
+    train(t, rank == 1, rank == 0);
+    t.write("env-drift/fire/settings/rank" + std::to_string(rank) + ".jsonl");
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    Trace t(uint32_t(2430 + rank), rank, "node" + std::to_string(rank));
+    cuda13_h200(t).module(wheel + "cu13/lib/libcudart.so.13").module(wheel + "cudnn/lib/libcudnn.so.9");
+    train(t);
+    t.write("env-drift/quiet/rank" + std::to_string(rank) + ".jsonl");
   }
 }
 
@@ -561,6 +956,17 @@ void allocation_churn() {
     growing.wait(20'000'000);
   }
   growing.write("allocation-churn/quiet/cache_growing.jsonl");
+  // Churn that dies down (the allocator settling while new shapes are searched): reported at info.
+  Trace settles(1604);
+  for (int step = 0; step < 260; ++step) {
+    if (step >= 10 && step < 70) {
+      uint64_t p = settles.malloc(256 * kMiB, 0, 3'000'000);
+      settles.free(p, 2'000'000);
+    }
+    settles.stream_sync(5'000'000);
+    settles.wait(20'000'000);
+  }
+  settles.write("allocation-churn/quiet/settles.jsonl");
 }
 
 void sync_stall() {
@@ -657,6 +1063,42 @@ void expandable_oom() {
   t.write("oom-postmortem/fire/expandable_segments.jsonl");
 }
 
+// Issue 13: the causes an expert names for an out-of-memory failure, from the allocator's own
+// report (bytes in tensors, bytes reserved).
+void oom_causes() {
+  {
+    // Fragmentation (measured on the H200 under a 6 GiB cap): 290 segments of 20 MiB, each still
+    // holding one live 6 MiB tensor; a 1 GiB request fails although 3.96 GiB of the cache is free.
+    Trace t(1405, -1, "node0", 6 * kGiB);
+    for (int i = 0; i < 290; ++i) t.malloc(20 * kMiB);
+    t.malloc(kGiB, 2);
+    t.call("cudaGetLastError", 1000, 2);
+    t.malloc(kGiB, 2);  // the retry after freeing the (empty) cached segments: there are none
+    t.call("cudaGetLastError", 1000, 2);
+    t.call(kOomReport, 1'000)
+        .i("size", int64_t(kGiB))
+        .i("allocated", int64_t(290 * 6 * kMiB))
+        .i("reserved", int64_t(290 * 20 * kMiB))
+        .i("device_type", 1);
+    t.write("oom-postmortem/fire/fragmentation.jsonl");
+  }
+  {
+    // One request larger than the whole device (a wrong shape): nothing else was in the way.
+    Trace t(1406, -1, "node0", 24 * kGiB);
+    t.malloc(2 * kGiB);
+    t.malloc(400 * kGiB, 2);
+    t.call("cudaGetLastError", 1000, 2);
+    t.malloc(400 * kGiB, 2);
+    t.call("cudaGetLastError", 1000, 2);
+    t.call(kOomReport, 1'000)
+        .i("size", int64_t(400 * kGiB))
+        .i("allocated", int64_t(2 * kGiB))
+        .i("reserved", int64_t(2 * kGiB))
+        .i("device_type", 1);
+    t.write("oom-postmortem/fire/request_too_large.jsonl");
+  }
+}
+
 void memory_coverage() {
   const uint64_t total = 80 * kGiB;
   {
@@ -681,6 +1123,20 @@ void memory_coverage() {
     sample(quiet, 500 * kMiB + (step + 1) * kGiB + 150 * kMiB, total);
   }
   quiet.write("memory-coverage/quiet/all_seen.jsonl");
+  // Two ranks of one job on one GPU: each sees the other's 10 GiB in the device's account.
+  for (int rank = 0; rank < 2; ++rank) {
+    Trace t(uint32_t(1903 + rank), rank, "node0", total);
+    t.uuid("GPU-shared-by-two-ranks");
+    sample(t, 500 * kMiB, total);
+    t.malloc(10 * kGiB);
+    sample(t, 500 * kMiB + 10 * kGiB, total);
+    for (int step = 0; step < 20; ++step) {
+      t.stream_sync(5'000'000);
+      t.wait(20'000'000);
+    }
+    sample(t, 500 * kMiB + 20 * kGiB, total);
+    t.write("memory-coverage/quiet/two_ranks_one_gpu/rank" + std::to_string(rank) + ".jsonl");
+  }
 }
 
 void trace_integrity() {
@@ -716,14 +1172,18 @@ int main(int argc, char** argv) {
   }
   g_out = argv[1];
   Trace healthy = research_storm();
+  storm::fixtures();
   research_repeat(healthy);
   workspace_blowup();
   algo_divergence();
+  algo_divergence_causes();
+  env_drift();
   oom_postmortem();
   unsupported_config();
   allocation_churn();
   sync_stall();
   expandable_oom();
+  oom_causes();
   memory_coverage();
   trace_integrity();
   return 0;

@@ -89,6 +89,20 @@ TEST(Trackers, StepDetectorFindsTheFirstLayerRunAgainAfterAnother) {
   EXPECT_EQ(s.second_pass_ns(), 14u);
 }
 
+TEST(Trackers, StepDetectorFindsEveryStepStart) {
+  StepDetector s;
+  s.on_layer(7, 10);  // step 1
+  s.on_layer(9, 11);
+  s.on_layer(7, 20);  // step 2
+  s.on_layer(7, 21);  // the first layer again, nothing else between: the same step
+  s.on_layer(9, 22);
+  s.on_layer(8, 23);
+  s.on_layer(7, 30);  // step 3
+  EXPECT_EQ(s.count(), 3u);
+  EXPECT_EQ(s.starts(), (std::vector<uint64_t>{10, 20, 30}));
+  EXPECT_EQ(s.second_pass_ns(), 20u);
+}
+
 TEST(Trackers, CallsCountsPerApiTheBusiestDeviceAndTheLastCalls) {
   std::string text = process_line();
   for (int i = 0; i < 10; ++i) text += call("cudaDeviceSynchronize", 1000 + uint64_t(i), i == 9 ? 4 : 0, "", 7, 2000);

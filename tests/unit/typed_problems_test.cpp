@@ -224,3 +224,39 @@ TEST(TypedProblems, TheHashCoversWhatTheTextShowsAndNotTheMathType) {
 
 }  // namespace
 }  // namespace cuprobe
+
+namespace cuprobe {
+namespace {
+
+// Issue 13: a 1-D convolution reaches cuDNN as 2-D with height 1 (x[16,64,1,2600], a 1x3 filter,
+// no padding, stride or dilation in the height); it is shown, and measured, as 1-D.
+trace::ProblemDesc conv1d_desc(int64_t length, int64_t filter_h, int32_t pad_h) {
+  trace::ProblemDesc d = conv_desc(16, 64, 1);
+  for (int i = 0; i < 3; ++i) d.tensors[i].dims[3] = i == 1 ? 3 : length;
+  d.tensors[1].dims[2] = filter_h;
+  d.conv.pre[0] = d.conv.post[0] = pad_h;
+  return d;
+}
+
+TEST(TypedProblems, AOneDConvolutionIsShownWithoutItsDummyHeight) {
+  trace::ProblemDesc d = conv1d_desc(2600, 1, 0);
+  EXPECT_EQ(render(d),
+            "conv_fwd x[16,64,2600]f32 ncw w[64,64,3]f32 ncw pad[1] str[1] dil[1] g1 acc:f32 -> y[16,64,2600]f32 ncw");
+  reader::Problem p;
+  p.typed = true;
+  p.desc = d;
+  EXPECT_EQ(reader::problem_shape(&p).dims, (std::vector<int64_t>{16, 64, 2600}));
+  // A genuine 2-D convolution on height-1 inputs: a 3x3 filter padded to keep the height.
+  trace::ProblemDesc two_d = conv1d_desc(2600, 3, 1);
+  EXPECT_FALSE(conv_dummy_height(two_d));
+  EXPECT_NE(render(two_d).find("x[16,64,1,2600]f32 nchw w[64,64,3,3]"), std::string::npos) << render(two_d);
+  p.desc = two_d;
+  EXPECT_EQ(reader::problem_shape(&p).dims, (std::vector<int64_t>{16, 64, 1, 2600}));
+  // Height 1 with a 1xk filter but a stride in the height is not PyTorch's dummy dimension either.
+  trace::ProblemDesc strided = conv1d_desc(2600, 1, 0);
+  strided.conv.stride[0] = 2;
+  EXPECT_FALSE(conv_dummy_height(strided));
+}
+
+}  // namespace
+}  // namespace cuprobe

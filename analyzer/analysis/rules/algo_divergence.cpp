@@ -3,12 +3,20 @@
 // switch). Differences between candidates of near-equal measured time, at knob level, are
 // expected with benchmark searches and reported as such; different engines with different
 // measured times or different numerical notes are what matters.
+//
+// Across processes the finding names its cause first (evidence.cause, a contract with the GPU
+// scenario corpus): "configuration drift between ranks" (benchmark, legacy API, deterministic or
+// TF32 differ, as trackers/config.h infers them), "library, driver or GPU drift", "clearly different
+// plans", or "timing noise among near-equal candidates" (info). A time is shown only where the
+// process measured it: heuristic selections time nothing (issue 13: "0.000 ms on rank 1").
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
 #include "analysis/common.h"
 #include "analysis/rules.h"
+#include "analysis/trackers/config.h"
 
 namespace cuprobe::analysis {
 namespace {
@@ -63,25 +71,121 @@ bool measured_both(const ProcessFacts& p, uint64_t hash, const Choice& a, const 
   return false;
 }
 
+// "rank 1", "rank 0 and rank 2", "rank 0, rank 1 and pid 7".
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+
+// The processes (of `who`) whose setting is `value`, named.
+std::vector<std::string> with_setting(const AllFacts& all, const std::vector<size_t>& who,
+                                      const std::vector<ProcessSettings>& settings, Setting ProcessSettings::*field,
+                                      Setting value) {
+  std::vector<std::string> out;
+  for (size_t i : who) {
+    if (settings[i].*field == value) out.push_back(short_process_name(all.processes[i]));
+  }
+  return out;
+}
+
+// Why the processes chose differently, when their configuration says it: one clause per setting
+// that differs between them ("rank 1 chose its plans by heuristics (benchmark off), rank 0 by timing").
+std::vector<std::string> configuration_drift(const AllFacts& all, const std::vector<size_t>& who,
+                                             const std::vector<ProcessSettings>& settings, nlohmann::json& differs) {
+  struct Dimension {
+    Setting ProcessSettings::*field;
+    const char* name;
+    bool on_first;  // name the processes with the setting on first
+    const char* first;   // {0}: the processes named first; {1}: "its" or "their"
+    const char* second;  // {0}: the others
+  };
+  const Dimension dims[] = {
+      {&ProcessSettings::benchmark, "benchmark", false, "{0} chose {1} plans by heuristics (benchmark off)",
+       "{0} by timing (benchmark on)"},
+      {&ProcessSettings::legacy_api, "legacy_api", true, "{0} chose {1} plans through the legacy API (cudnnFind*/cudnnGet*)",
+       "{0} through the backend API"},
+      {&ProcessSettings::deterministic, "deterministic", true,
+       "{0} ran in deterministic mode (never offered a non-deterministic engine)", "{0} did not"},
+      {&ProcessSettings::tf32, "tf32", false, "{0} had TF32 off for float32 convolutions (no tensor-core engine among {1} candidates)",
+       "{0} had it on"},
+  };
+  std::vector<std::string> clauses;
+  for (const Dimension& d : dims) {
+    auto on = with_setting(all, who, settings, d.field, Setting::kOn);
+    auto off = with_setting(all, who, settings, d.field, Setting::kOff);
+    if (on.empty() || off.empty()) continue;
+    const auto& a = d.on_first ? on : off;
+    const auto& b = d.on_first ? off : on;
+    clauses.push_back(fmt::format(fmt::runtime(d.first), join_names(a), a.size() == 1 ? "its" : "their") + ", " +
+                      fmt::format(fmt::runtime(d.second), join_names(b)));
+    differs.push_back(d.name);
+  }
+  return clauses;
+}
+
+// Versions and GPU models that differ between the processes: "cuDNN 9.19.0 on rank 0, 9.14.0 on rank 1".
+std::vector<std::string> library_drift(const AllFacts& all, const std::vector<size_t>& who, nlohmann::json& differs) {
+  struct Value {
+    const char* name;
+    const char* label;
+    std::function<std::string(const ProcessConfig&)> text;
+  };
+  const Value values[] = {
+      {"cudnn_version", "cuDNN", [](const ProcessConfig& c) { return c.cudnn < 0 ? "" : cudnn_version_text(c.cudnn); }},
+      {"cuda_runtime_version", "CUDA runtime",
+       [](const ProcessConfig& c) { return c.cuda_runtime < 0 ? "" : cuda_version_text(c.cuda_runtime); }},
+      {"cuda_driver_version", "driver CUDA version",
+       [](const ProcessConfig& c) { return c.cuda_driver < 0 ? "" : cuda_version_text(c.cuda_driver); }},
+      {"cudnn_cudart_version", "cuDNN's CUDA",
+       [](const ProcessConfig& c) { return c.cudnn_cudart < 0 ? "" : cuda_version_text(c.cudnn_cudart); }},
+      {"gpu", "GPU", [](const ProcessConfig& c) { return c.gpu; }},
+  };
+  std::vector<std::string> clauses;
+  for (const Value& v : values) {
+    std::map<std::string, std::vector<std::string>> by_value;
+    for (size_t i : who) {
+      std::string t = v.text(all.processes[i].config);
+      if (!t.empty()) by_value[t].push_back(short_process_name(all.processes[i]));
+    }
+    if (by_value.size() < 2) continue;
+    std::string clause = v.label;
+    bool first = true;
+    for (const auto& [t, names] : by_value) {
+      clause += fmt::format("{} {} on {}", first ? "" : ",", t, join_names(names));
+      first = false;
+    }
+    clauses.push_back(clause);
+    differs.push_back(v.name);
+  }
+  return clauses;
+}
+
 void algo_divergence(const RuleSpec& spec, const AllFacts& all, const Emit& emit) {
   double near_tie = spec.param("near_tie");
   double slower = spec.param("slower_share");
   double noise = spec.param("timing_noise");
+  double clear_gap = spec.param("clear_gap");
   std::map<uint64_t, std::string> names;
   std::vector<std::map<uint64_t, Choice>> per_process;
   for (const auto& p : all.processes) per_process.push_back(choices_of(p, names));
+  std::vector<ProcessSettings> settings = infer_settings(all.processes);
 
   // Across processes.
   int engine_clear = 0;  // different engines, not within the noise
+  int engine_far = 0;    // of those, measured more than clear_gap apart
   int compared = 0, engine_level = 0, knob_level = 0, near_ties = 0, numerics = 0;
   nlohmann::json items = nlohmann::json::array();
   std::vector<std::string> problems;
   double worst_gap = 0;
-  // Per process: the measured time of the plans it chose for the diverging problems.
+  // Per process: the measured time of the plans it chose for the diverging problems, and of how
+  // many of them it measured one (only a benchmark search measures: never print a time for the others).
   std::vector<double> chosen_ms(all.processes.size(), 0);
-  std::vector<int> chosen_n(all.processes.size(), 0);
-  size_t with_cudnn = 0;
-  for (const auto& m : per_process) with_cudnn += m.empty() ? 0 : 1;
+  std::vector<int> chosen_n(all.processes.size(), 0), measured_n(all.processes.size(), 0);
+  std::vector<size_t> with_cudnn;
+  for (size_t i = 0; i < per_process.size(); ++i) {
+    if (!per_process[i].empty()) with_cudnn.push_back(i);
+  }
   for (const auto& [hash, name] : names) {
     std::map<Choice, std::vector<size_t>> by_choice;
     for (size_t i = 0; i < per_process.size(); ++i) {
@@ -124,6 +228,7 @@ void algo_divergence(const RuleSpec& spec, const AllFacts& all, const Emit& emit
     bool tie = gap >= 0 && (gap <= near_tie || (contradict && gap <= noise));
     (engine_diff ? engine_level : knob_level)++;
     engine_clear += engine_diff && !tie ? 1 : 0;
+    engine_far += engine_diff && !tie && gap > clear_gap ? 1 : 0;
     near_ties += tie ? 1 : 0;
     numerics += notes_diff ? 1 : 0;
     worst_gap = std::max(worst_gap, gap);
@@ -131,14 +236,20 @@ void algo_divergence(const RuleSpec& spec, const AllFacts& all, const Emit& emit
     std::string line = name + ":";
     for (const auto& [c, v] : by_choice) {
       std::vector<uint32_t> pids;
+      double measured = -1;  // what the processes of this choice measured for it
       for (size_t i : v) {
         pids.push_back(all.processes[i].pid);
-        if (c.time_ms > 0) chosen_ms[i] += c.time_ms;
+        double t = per_process[i].at(hash).time_ms;
+        if (t > 0) {
+          chosen_ms[i] += t;
+          ++measured_n[i];
+          measured = measured < 0 ? t : std::min(measured, t);
+        }
         ++chosen_n[i];
       }
-      choices.push_back({{"engine", c.engine}, {"knobs", c.knobs}, {"time_ms", c.time_ms}, {"notes", c.notes}, {"pids", pids}});
+      choices.push_back({{"engine", c.engine}, {"knobs", c.knobs}, {"time_ms", measured}, {"notes", c.notes}, {"pids", pids}});
       line += fmt::format(" engine {} [{}] on {} process{}{};", c.engine, c.knobs, v.size(), v.size() == 1 ? "" : "es",
-                          c.time_ms > 0 ? fmt::format(" ({:.3f} ms)", c.time_ms) : "");
+                          measured > 0 ? fmt::format(" ({:.3f} ms)", measured) : " (not measured)");
     }
     items.push_back({{"problem", name}, {"level", engine_diff ? "engine" : "knobs"}, {"near_tie", tie},
                      {"measured_gap", gap}, {"measurements_contradict", contradict}, {"numerics_differ", notes_diff}, {"choices", choices}});
@@ -149,58 +260,165 @@ void algo_divergence(const RuleSpec& spec, const AllFacts& all, const Emit& emit
     nlohmann::json per = nlohmann::json::array();
     std::string totals;
     double lo = 0, hi = 0;
+    int fully_measured = 0;
     for (size_t i = 0; i < all.processes.size(); ++i) {
       if (chosen_n[i] == 0) continue;
-      per.push_back({{"process", process_label(all.processes[i])}, {"chosen_plans_ms", chosen_ms[i]},
-                     {"problems", chosen_n[i]}});
-      totals += fmt::format("{}{} {:.3f} ms", totals.empty() ? "" : ", ", process_label(all.processes[i]), chosen_ms[i]);
-      lo = lo == 0 ? chosen_ms[i] : std::min(lo, chosen_ms[i]);
-      hi = std::max(hi, chosen_ms[i]);
+      const ProcessFacts& p = all.processes[i];
+      const ProcessSettings& s = settings[i];
+      std::string why = s.benchmark == Setting::kOff ? "heuristics" : "no timed search in the trace";
+      nlohmann::json entry = {{"process", process_label(p)}, {"problems", chosen_n[i]}, {"measured", measured_n[i]},
+                              {"selection", s.selection}};
+      std::string t;
+      if (measured_n[i] == 0) {
+        entry["chosen_plans_ms"] = nullptr;
+        t = fmt::format("not measured ({})", why);
+      } else {
+        entry["chosen_plans_ms"] = chosen_ms[i];
+        t = fmt::format("{:.3f} ms", chosen_ms[i]);
+        if (measured_n[i] < chosen_n[i]) t += fmt::format(" for {} of {} problems", measured_n[i], chosen_n[i]);
+      }
+      // Totals are compared only where a process measured every one of its choices.
+      if (measured_n[i] == chosen_n[i]) {
+        ++fully_measured;
+        lo = lo == 0 ? chosen_ms[i] : std::min(lo, chosen_ms[i]);
+        hi = std::max(hi, chosen_ms[i]);
+      }
+      per.push_back(entry);
+      totals += fmt::format("{}{} {}", totals.empty() ? "" : ", ", process_label(p), t);
     }
-    nlohmann::json ev = {{"processes", with_cudnn}, {"problems_compared", compared},
+    double spread = fully_measured >= 2 && lo > 0 ? hi / lo - 1 : 0;
+    if (fully_measured >= 2 && lo > 0) totals += fmt::format(" ({:.1f}% apart)", 100 * spread);
+
+    // The cause, first: what differs between the processes, then what differs between the plans.
+    nlohmann::json config_differs = nlohmann::json::array(), library_differs = nlohmann::json::array();
+    std::vector<std::string> config = configuration_drift(all, with_cudnn, settings, config_differs);
+    std::vector<std::string> library = library_drift(all, with_cudnn, library_differs);
+    bool ranked = std::all_of(with_cudnn.begin(), with_cudnn.end(), [&](size_t i) { return all.processes[i].rank >= 0; });
+    // Where every process measured its own choices, what the job pays is their totals: different
+    // engines whose totals stay within `slower_share` are timing noise on small kernels (on one
+    // H200 shared by two healthy DDP ranks, single problems timed 112% and 118% apart while the
+    // totals were 4-5% apart). A gap beyond `clear_gap` is not noise whatever the totals; without
+    // comparable totals, an engine-level gap outside the noise counts.
+    bool totals_known = fully_measured >= 2 && lo > 0;
+    bool clear = numerics > 0 || spread >= slower || engine_far > 0 || (engine_clear > 0 && !totals_known);
+    std::string cause, cause_text;
+    Severity severity = spec.severity;
+    if (!config.empty()) {
+      cause = "configuration drift between ranks";
+      for (size_t k = 0; k < config.size(); ++k) cause_text += (k ? "; " : "") + config[k];
+      cause_text += fmt::format(": the {} are configured differently", ranked ? "ranks" : "processes");
+    } else if (!library.empty()) {
+      cause = "library, driver or GPU drift";
+      cause_text = fmt::format("the {} run different libraries, drivers or GPUs: ", ranked ? "ranks" : "processes");
+      for (size_t k = 0; k < library.size(); ++k) cause_text += (k ? "; " : "") + library[k];
+    } else if (clear) {
+      cause = "clearly different plans";
+      std::vector<std::string> what;
+      if (engine_clear > 0) {
+        what.push_back(fmt::format("{} problem{} ran with different engines not within the timing noise", engine_clear,
+                                   engine_clear == 1 ? "" : "s"));
+      }
+      if (numerics > 0) what.push_back(fmt::format("{} with different numerical notes", numerics));
+      if (spread >= slower) what.push_back(fmt::format("the chosen plans' measured times are {:.1f}% apart", 100 * spread));
+      cause_text = "with the same configuration and versions, ";
+      for (size_t k = 0; k < what.size(); ++k) cause_text += (k ? ", " : "") + what[k];
+    } else {
+      cause = "timing noise among near-equal candidates";
+      cause_text = engine_clear > 0
+                       ? fmt::format("with the same configuration and versions, {} problem{} ran with different engines "
+                                     "timed apart, but each process's chosen plans add up to within {:.1f}% of the "
+                                     "others': timing noise of single measurements, no rank is slower for it",
+                                     engine_clear, engine_clear == 1 ? "" : "s", 100 * spread)
+                       : "with the same configuration and versions, the plans differ only between candidates of "
+                         "near-equal measured time (knob-level choices or near ties), as benchmark searches do";
+      severity = Severity::kInfo;
+    }
+    nlohmann::json settings_ev = nlohmann::json::array();
+    auto setting_json = [](Setting s) -> nlohmann::json {
+      return s == Setting::kUnknown ? nlohmann::json(nullptr) : nlohmann::json(s == Setting::kOn);
+    };
+    for (size_t i : with_cudnn) {
+      const ProcessConfig& c = all.processes[i].config;
+      settings_ev.push_back({{"process", process_label(all.processes[i])},
+                             {"selection", settings[i].selection},
+                             {"benchmark", setting_json(settings[i].benchmark)},
+                             {"legacy_api", setting_json(settings[i].legacy_api)},
+                             {"deterministic", setting_json(settings[i].deterministic)},
+                             {"tf32", setting_json(settings[i].tf32)},
+                             {"cudnn_version", c.cudnn},
+                             {"cuda_runtime_version", c.cuda_runtime},
+                             {"cuda_driver_version", c.cuda_driver},
+                             {"gpu", c.gpu}});
+    }
+    nlohmann::json ev = {{"cause", cause}, {"cause_text", cause_text},
+                         {"configuration_differs", config_differs}, {"library_differs", library_differs},
+                         {"settings", settings_ev},
+                         {"processes", with_cudnn.size()}, {"problems_compared", compared},
                          {"chosen_plans_time", totals.empty() ? "not measured" : totals},
-                         {"chosen_plans_spread", lo > 0 ? hi / lo - 1 : 0},
+                         {"chosen_plans_spread", spread},
                          {"per_process", per},
                          {"diverging", diverged},          {"engine_level", engine_level},
                          {"knob_level", knob_level},       {"near_ties", near_ties},
                          {"numerics_differ", numerics},    {"largest_measured_gap", worst_gap},
                          {"items", items}};
     Finding f = make_finding(spec, ev, 0);
-    // Knob-level choices between candidates of near-equal time are what benchmark searches do.
-    bool significant = numerics > 0 || engine_clear > 0 || (lo > 0 && hi / lo - 1 >= slower);
-    f.severity = significant ? spec.severity : Severity::kInfo;
+    f.severity = severity;
     f.title = "The same cuDNN problem ran with different plans on different processes";
+    f.fix = spec.fix_for(cause);
     f.problems = problems;
     for (const auto& p : all.processes) f.pids.push_back(p.pid);
     emit(std::move(f));
   }
 
-  // Within one process over time.
+  // Within one process over time. PyTorch's plan cache is per thread: a problem run on two
+  // threads (forward on the main thread, backward on autograd's) is searched on each, and each
+  // search may pick another near-equal plan. One plan per thread is that, not a switch.
   for (const auto& p : all.processes) {
     nlohmann::json switches = nlohmann::json::array();
     std::vector<std::string> lines;
+    size_t per_thread = 0, switched = 0;
     for (const auto& [hash, use] : p.problems) {
       if (use.plans.size() < 2 || hash == 0) continue;
+      std::set<uint32_t> threads;
+      bool one_per_thread = true;
+      for (const auto& u : use.plans) one_per_thread = one_per_thread && !u.several_threads && threads.insert(u.tid).second;
+      (one_per_thread ? per_thread : switched)++;
       std::string l = use.problem + ":";
       nlohmann::json plans = nlohmann::json::array();
       for (const auto& u : use.plans) {
-        l += fmt::format(" {} x{};", u.plan, u.executions);
-        plans.push_back({{"plan", u.plan}, {"executions", u.executions}, {"first_ns", u.first_ns}, {"last_ns", u.last_ns}});
+        l += fmt::format(" {} x{}{};", u.plan, u.executions, one_per_thread ? fmt::format(" on thread {}", u.tid) : "");
+        plans.push_back({{"plan", u.plan}, {"executions", u.executions}, {"first_ns", u.first_ns}, {"last_ns", u.last_ns},
+                         {"tid", u.tid}, {"several_threads", u.several_threads}});
       }
-      switches.push_back({{"problem", use.problem}, {"plans", plans}});
-      if (lines.size() < 5) lines.push_back(l);
+      switches.push_back({{"problem", use.problem}, {"plans", plans}, {"one_plan_per_thread", one_per_thread}});
+      // Real switches first.
+      if (!one_per_thread) lines.insert(lines.begin(), l);
+      else lines.push_back(l);
     }
     if (switches.empty()) continue;
-    nlohmann::json ev = {{"process", process_label(p)}, {"switched_problems", switches.size()}, {"items", switches}};
+    if (lines.size() > 5) lines.resize(5);
+    nlohmann::json ev = {{"process", process_label(p)}, {"switched_problems", switched},
+                         {"one_plan_per_thread", per_thread}, {"items", switches}};
     Finding f;
     f.rule = spec.id;
-    f.severity = spec.severity;
-    f.title = "A cuDNN problem switched plans within one process";
-    f.message = fmt::format("{}: {} problem{} ran with more than one plan over time (after a failure, a new search, or "
-                            "a cache miss)",
-                            process_label(p), switches.size(), switches.size() == 1 ? "" : "s");
+    f.severity = switched > 0 ? spec.severity : Severity::kInfo;
+    f.title = switched > 0 ? "A cuDNN problem switched plans within one process"
+                           : "A cuDNN problem ran with a different plan on each thread";
+    std::string per_thread_text =
+        per_thread == 0 ? ""
+                        : fmt::format("{} problem{} ran with one plan per thread (PyTorch's plan cache is per thread: "
+                                      "each thread searched on its own and picked its own near-equal plan; expected)",
+                                      per_thread, per_thread == 1 ? "" : "s");
+    if (switched > 0) {
+      f.message = fmt::format("{}: {} problem{} ran with more than one plan over time on the same thread (after a "
+                              "failure, a new search, or a cache miss){}{}",
+                              process_label(p), switched, switched == 1 ? "" : "s", per_thread ? "; " : "",
+                              per_thread_text);
+    } else {
+      f.message = fmt::format("{}: {}", process_label(p), per_thread_text);
+    }
     f.evidence = ev;
-    f.fix = spec.fix;
+    f.fix = switched > 0 ? spec.fix : spec.fix_for("one plan per thread");
     f.problems = lines;
     f.pids.push_back(p.pid);
     emit(std::move(f));

@@ -99,6 +99,45 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
       } else {
         failure = fmt::format("{} of {}", o.api, human_bytes(o.requested));
       }
+      // The cause, as an expert reads it: a request no device of this size could serve; memory the
+      // framework held but could not use for it (fragmentation: its own report says how much it
+      // had reserved beyond its tensors); a cuDNN workspace taking the room; else live data fills
+      // the device.
+      uint64_t request = o.framework_request ? o.framework_request : o.requested;
+      uint64_t cached_free = o.framework_reserved > o.framework_allocated ? o.framework_reserved - o.framework_allocated : 0;
+      uint64_t workspace_live = 0;
+      for (const auto& a : o.largest) {
+        if (a.purpose.rfind("workspace", 0) == 0 || a.purpose.find("search workspace") != std::string::npos) {
+          workspace_live += a.size;
+        }
+      }
+      std::string cause, cause_text;
+      if (total && request > total) {
+        cause = "request larger than the device";
+        cause_text = fmt::format("one request of {} is larger than the whole {} ({}): no allocator setting can serve it",
+                                 human_bytes(request), o.injected_by == "mem-cap" ? "memory cap" : "device",
+                                 human_bytes(total));
+      } else if (o.framework_reserved && cached_free >= request &&
+                 double(cached_free) >= spec.param("fragmentation_share") * double(o.framework_reserved)) {
+        cause = "fragmentation";
+        cause_text = fmt::format("fragmentation: PyTorch held {} reserved but only {} in tensors; the {} free in its "
+                                 "cache would have served the {} request, but in pieces too small for it",
+                                 human_bytes(o.framework_reserved), human_bytes(o.framework_allocated),
+                                 human_bytes(cached_free), human_bytes(request));
+      } else if (!o.search_problem.empty() || double(workspace_live) >= 0.25 * double(std::max<uint64_t>(o.live, 1))) {
+        cause = "cuDNN workspace";
+        cause_text = o.search_problem.empty()
+                         ? fmt::format("cuDNN workspaces held {} of the {} live", human_bytes(workspace_live),
+                                       human_bytes(o.live))
+                         : "the failure came while cuDNN chose a plan (a search workspace)";
+      } else {
+        cause = "memory full";
+        cause_text = o.framework_reserved
+                         ? fmt::format("live data fills the {}: {} in PyTorch's tensors when it failed",
+                                       o.injected_by == "mem-cap" ? "memory cap" : "device",
+                                       human_bytes(o.framework_allocated))
+                         : fmt::format("live allocations fill the {}", o.injected_by == "mem-cap" ? "memory cap" : "device");
+      }
       std::string owners = owners_text(o.live_by_owner);
       nlohmann::json owners_json = nlohmann::json::object();
       for (const auto& [owner, bytes] : o.live_by_owner) {
@@ -137,6 +176,10 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
       }
       nlohmann::json ev = {{"process", process_label(p)},
                            {"headline", headline},
+                           {"cause", cause},
+                           {"cause_text", cause_text},
+                           {"framework_allocated", o.framework_allocated},
+                           {"framework_reserved", o.framework_reserved},
                            {"injected_by", o.injected_by},
                            {"fatal", fatal},
                            {"api", o.api},
@@ -165,6 +208,8 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
                            {"failures", failures}};
       Finding f = make_finding(spec, ev, 0);
       if (!fatal) f.severity = Severity::kWarning;
+      f.fix = spec.fix_for(cause);
+      if (!fatal) f.fix = "The job recovered and carried on; to avoid the failed attempts: " + f.fix;
       if (o.framework_request != 0 && o.failed_call_size != 0 && o.failed_call_size < o.framework_request) {
         // Pieces of a mapping failed: the job already maps its memory (expandable segments), so
         // there is no fragmentation left to recover.

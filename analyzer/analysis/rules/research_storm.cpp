@@ -1,6 +1,10 @@
-// research-storm: cuDNN benchmark searches that go on after warm-up (new shapes keep arriving
-// with cudnn.benchmark on). Reports the searches over time, the distinct signatures, the share
-// of wall time spent searching and which dimensions vary.
+// research-storm: cuDNN benchmark searches that go on through the job (new shapes keep arriving
+// with cudnn.benchmark on). Judges the cause, not the count: severity comes from the projected
+// cost, the searches and their share of time in the LAST HALF of the job (by steps when they are
+// known), so a job that stopped searching early is at most info and says when it stopped. The
+// evidence names one pattern (kPattern*: a contract with the GPU scenario corpus,
+// tests/gpu/scenarios/*/expected.json) with searching_stopped, last_search_s,
+// last_half_searches and last_half_share.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -12,103 +16,329 @@
 namespace cuprobe::analysis {
 namespace {
 
+constexpr const char* kPatternUnbounded = "unbounded dynamic shapes";
+constexpr const char* kPatternBuckets = "shape buckets";
+constexpr const char* kPatternPartialBatch = "last partial batch";
+constexpr const char* kPatternEvalBatch = "evaluation batch size";
+constexpr const char* kPatternRepeats = "same shapes searched again";
+
 std::string range_of(const std::set<int64_t>& v) {
   if (v.size() <= 1) return v.empty() ? "" : std::to_string(*v.begin());
   return fmt::format("{}..{} ({} values)", *v.begin(), *v.rbegin(), v.size());
 }
 
-void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit) {
-  double min_late = spec.param("min_late_searches");
-  double min_share = spec.param("min_search_share");
-  double error_share = spec.param("error_share");
-  for (const ProcessFacts& p : all.processes) {
-    uint64_t warm = p.warmup_end_ns;  // the second pass over the job's first layer, when seen
-    std::vector<const reader::SearchRecord*> late;
-    uint64_t search_ns = 0, late_ns = 0;
-    int total = 0;
-    for (const auto& s : p.searches) {
-      if (s.mode != "benchmark") continue;
-      ++total;
-      uint64_t wall = s.end_ns > s.start_ns ? s.end_ns - s.start_ns : 0;
-      search_ns += wall;
-      if (s.start_ns >= warm) {
-        late.push_back(&s);
-        late_ns += wall;
+bool is_backward(const std::string& op) { return op == "conv_dgrad" || op == "conv_wgrad"; }
+
+// One benchmark search with what the patterns read of it.
+struct Searched {
+  const reader::SearchRecord* s;
+  reader::ProblemShape shape;  // 1-D convolutions without their dummy height
+  uint64_t layer = 0;          // reader::layer_key, 0 for a problem known by its text only
+  bool repeat = false;         // its problem was searched before
+};
+
+// What the searches of one process amount to, and which pattern they follow.
+struct Verdict {
+  std::string pattern;
+  std::string summary;  // the pattern as this job shows it
+  std::string fix;
+  std::string varying;
+  bool benign = false;  // nothing to fix: info at most
+};
+
+uint64_t executions_of(const ProcessFacts& p, uint64_t hash) {
+  auto it = p.problems.find(hash);
+  if (it == p.problems.end()) return 0;
+  uint64_t n = 0;
+  for (const auto& u : it->second.plans) n += u.executions;
+  return n;
+}
+
+// What varies between the shapes one layer was searched at (the first layer searched, when it was
+// searched at several shapes, else the layer with the most shapes: on a 1-D or 2-D network the
+// input layer sees the raw input sizes; later layers see them strided).
+struct Variation {
+  std::set<int64_t> batch, channels, spatial;
+  std::set<size_t> spatial_dims;  // which spatial dimensions vary
+  size_t shapes = 0;              // distinct shapes of that layer
+};
+
+Variation variation(const std::vector<Searched>& all) {
+  std::map<uint64_t, std::vector<const Searched*>> by_layer;
+  std::vector<uint64_t> order;
+  for (const auto& s : all) {
+    if (s.repeat || s.shape.dims.size() < 2) continue;
+    auto& v = by_layer[s.layer];
+    if (v.empty()) order.push_back(s.layer);
+    v.push_back(&s);
+  }
+  uint64_t best = 0;
+  size_t most = 0;
+  for (uint64_t l : order) {
+    if (by_layer[l].size() > most) {
+      most = by_layer[l].size();
+      best = l;
+    }
+  }
+  // The job's first layer (its input layer, searched first) sees the raw input sizes, and its key
+  // is rarely shared: later layers of equal width share one key and would add their strided
+  // sizes to the count. It is read when it was searched at more than one shape.
+  if (!order.empty() && by_layer[order.front()].size() > 1) {
+    best = order.front();
+    most = by_layer[best].size();
+  }
+  Variation v;
+  if (most == 0) return v;
+  std::set<std::vector<int64_t>> shapes;
+  const std::vector<int64_t>& first = by_layer[best].front()->shape.dims;
+  for (const Searched* s : by_layer[best]) {
+    const auto& d = s->shape.dims;
+    shapes.insert(d);
+    v.batch.insert(d[0]);
+    v.channels.insert(d[1]);
+    for (size_t k = 2; k < d.size(); ++k) {
+      v.spatial.insert(d[k]);
+      if (k < first.size() && d[k] != first[k]) v.spatial_dims.insert(k);
+    }
+  }
+  v.shapes = shapes.size();
+  return v;
+}
+
+Verdict classify(const RuleSpec& spec, const ProcessFacts& p, const std::vector<Searched>& all, size_t late,
+                 size_t late_repeats, size_t untyped) {
+  Verdict out;
+  const Variation var = variation(all);
+  std::vector<std::string> varying;
+  if (var.batch.size() > 1) varying.push_back("batch varies " + range_of(var.batch));
+  if (var.spatial_dims.size() > 0) varying.push_back("spatial size varies " + range_of(var.spatial));
+  if (var.channels.size() > 1) varying.push_back("channels vary " + range_of(var.channels));
+  std::set<int64_t> align;
+  for (const auto& s : all) {
+    if (s.s->align) align.insert(s.s->align);
+  }
+  if (align.size() > 1) varying.push_back("pointer alignment varies " + range_of(align) + " bytes");
+  if (untyped > 0) {
+    varying.push_back(fmt::format("what varies is not known for {} of them (problems of a trace recorded before trace "
+                                  "format 2, known by their text only)",
+                                  untyped));
+  }
+  if (varying.empty()) varying.push_back("the same shapes, searched again");
+  for (const auto& v : varying) out.varying += (out.varying.empty() ? "" : "; ") + v;
+
+  size_t distinct = 0;
+  uint64_t runs = 0;
+  for (const auto& s : all) {
+    if (s.repeat) continue;
+    ++distinct;
+    runs += executions_of(p, s.s->problem_hash);
+  }
+  double runs_each = distinct > 0 ? double(runs) / double(distinct) : 0;
+
+  // Cache evictions or alignment changes: research-repeat reports those, this rule only names them.
+  if (late > 0 && late_repeats * 2 >= late) {
+    out.pattern = kPatternRepeats;
+    out.benign = true;
+    out.summary = fmt::format("{} of the {} searches after warm-up were for problems already searched", late_repeats, late);
+    out.fix = spec.fix_for(out.pattern);
+    return out;
+  }
+  if (untyped == 0 && var.shapes > 1 && var.spatial_dims.empty() && var.channels.size() <= 1 && var.batch.size() > 1) {
+    // Only the batch differs. The job's batch is that of its first problem.
+    int64_t main_batch = 0;
+    for (const auto& s : all) {
+      if (!s.shape.dims.empty()) {
+        main_batch = s.shape.dims[0];
+        break;
       }
     }
-    double span = span_s(p);
-    double late_span = p.last_ns > warm ? seconds(p.last_ns - warm) : 0;
-    double late_share = late_span > 0 ? seconds(late_ns) / late_span : 0;
-    if (double(late.size()) < min_late || late_share < min_share) continue;
-
-    std::set<uint64_t> shapes;
-    std::set<std::string> ops;
-    std::set<int64_t> batch, channels, spatial, align;
-    size_t untyped = 0;  // problems known by their text only (dumps of trace format 1)
-    for (const auto* s : late) {
-      if (s->align) align.insert(s->align);
-      shapes.insert(s->problem_hash);
-      reader::ProblemShape shape = reader::problem_shape(s->problem_info);
-      if (shape.op.empty()) {
-        ++untyped;
+    std::map<int64_t, std::set<std::string>> ops_by_batch;
+    std::map<int64_t, uint64_t> runs_by_batch;
+    for (const auto& s : all) {
+      if (s.shape.dims.empty()) continue;
+      ops_by_batch[s.shape.dims[0]].insert(s.shape.op);
+      if (!s.repeat) runs_by_batch[s.shape.dims[0]] += executions_of(p, s.s->problem_hash);
+    }
+    bool main_trains = false, others_forward_only = true, others_smaller = true;
+    std::set<int64_t> others;
+    for (const auto& [b, ops] : ops_by_batch) {
+      bool backward = std::any_of(ops.begin(), ops.end(), is_backward);
+      if (b == main_batch) {
+        main_trains = backward;
         continue;
       }
-      ops.insert(shape.op);
-      if (shape.dims.size() >= 2) {
-        batch.insert(shape.dims[0]);
-        channels.insert(shape.dims[1]);
-        for (size_t d = 2; d < shape.dims.size(); ++d) spatial.insert(shape.dims[d]);
-      }
+      others.insert(b);
+      if (backward) others_forward_only = false;
+      if (b > main_batch) others_smaller = false;
     }
-    std::vector<std::string> varying;
-    if (batch.size() > 1) varying.push_back("batch varies " + range_of(batch));
-    if (spatial.size() > 1) varying.push_back("spatial size varies " + range_of(spatial));
-    if (channels.size() > 1) varying.push_back("channels vary " + range_of(channels));
-    if (align.size() > 1) varying.push_back("pointer alignment varies " + range_of(align) + " bytes");
-    if (untyped > 0) {
-      varying.push_back(fmt::format("what varies is not known for {} of them (problems of a trace recorded before trace "
-                                    "format 2, known by their text only)",
-                                    untyped));
-    } else if (varying.empty()) {
-      varying.push_back("the same shapes, searched again");
+    std::string other_list;
+    for (int64_t b : others) other_list += (other_list.empty() ? "" : ", ") + std::to_string(b);
+    if (main_trains && others_forward_only) {
+      out.pattern = kPatternEvalBatch;
+      out.benign = true;
+      out.summary = fmt::format("batch {} runs forward convolutions only (an evaluation under no_grad; training runs at "
+                                "batch {}): its problems are searched once, then cached",
+                                other_list, main_batch);
+      out.fix = spec.fix_for(out.pattern);
+      return out;
     }
-    // Searches per tenth of the run, to show they do not die down.
-    std::vector<int> timeline(10, 0);
+    uint64_t other_runs = 0;
+    for (int64_t b : others) other_runs += runs_by_batch[b];
+    double max_runs = spec.param("partial_batch_max_runs");
+    if (others_smaller && others.size() <= 2 && double(other_runs) <= double(runs_by_batch[main_batch]) * max_runs) {
+      out.pattern = kPatternPartialBatch;
+      out.benign = true;
+      out.summary = fmt::format("only the batch differs: a smaller batch of {} (of {}) comes once per epoch-like "
+                                "period, searched once",
+                                other_list, main_batch);
+      out.fix = spec.fix_for(out.pattern);
+      return out;
+    }
+  }
+  if (untyped == 0 && var.shapes > 0 && double(var.shapes) <= spec.param("bucket_max_sizes") &&
+      runs_each >= spec.param("bucket_min_runs")) {
+    out.pattern = kPatternBuckets;
+    out.benign = true;
+    out.summary = fmt::format("{} input shapes that repeat ({:.0f} runs per searched problem): each was searched once",
+                              var.shapes, runs_each);
+    out.fix = spec.fix_for(out.pattern);
+    return out;
+  }
+  out.pattern = kPatternUnbounded;
+  out.summary = fmt::format("new shapes keep arriving ({} distinct problems, {:.1f} runs each): every new shape is a "
+                            "new timed search",
+                            distinct, runs_each);
+  out.fix = spec.fix_for(out.pattern);
+  return out;
+}
+
+void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit) {
+  const double min_late = spec.param("min_late_searches");
+  const double min_half = spec.param("min_last_half_searches");
+  const double min_half_share = spec.param("min_last_half_share");
+  const double error_share = spec.param("error_share");
+  for (const ProcessFacts& p : all.processes) {
+    const uint64_t start = p.job_start_ns, end = p.last_ns;
+    if (end <= start) continue;
+    std::vector<Searched> searched;
     for (const auto& s : p.searches) {
-      if (s.mode != "benchmark" || p.last_ns <= p.first_ns) continue;
-      size_t bucket = size_t(double(s.start_ns - p.first_ns) / double(p.last_ns - p.first_ns) * 10);
-      timeline[std::min<size_t>(bucket, 9)]++;
+      if (s.mode == "benchmark") searched.push_back(Searched{&s, reader::problem_shape(s.problem_info), 0, false});
+    }
+    if (searched.empty()) continue;
+    std::sort(searched.begin(), searched.end(),
+              [](const Searched& a, const Searched& b) { return a.s->start_ns < b.s->start_ns; });
+    // The last half of the job: from its middle step when steps are known, else its middle.
+    const bool by_steps = p.step_starts.size() >= 4;
+    const uint64_t half = last_half_start(p);
+    const uint64_t warm = p.warmup_end_ns;
+
+    std::set<uint64_t> seen, late_seen;
+    size_t late = 0, late_repeats = 0, untyped = 0, half_n = 0;
+    uint64_t search_ns = 0, late_ns = 0, half_ns = 0;
+    const reader::SearchRecord* last = nullptr;
+    std::vector<const Searched*> late_list;
+    for (auto& s : searched) {
+      s.repeat = !seen.insert(s.s->problem_hash).second;
+      if (s.s->problem_info != nullptr) s.layer = reader::layer_key(*s.s->problem_info);
+      if (s.shape.op.empty()) ++untyped;
+      uint64_t wall = s.s->end_ns > s.s->start_ns ? s.s->end_ns - s.s->start_ns : 0;
+      search_ns += wall;
+      if (s.s->start_ns >= warm) {
+        ++late;
+        late_ns += wall;
+        late_repeats += s.repeat;
+        late_list.push_back(&s);
+        late_seen.insert(s.s->problem_hash);
+      }
+      if (s.s->start_ns >= half) {
+        ++half_n;
+        half_ns += wall;
+      }
+      last = s.s;
+    }
+    if (double(late) < min_late) continue;
+
+    const double span = span_s(p);
+    const double half_span = seconds(end - std::min(end, half));
+    const double half_share = half_span > 0 ? seconds(half_ns) / half_span : 0;
+    const double late_span = end > warm ? seconds(end - warm) : 0;
+    const bool stopped = half_n == 0;
+    Verdict v = classify(spec, p, searched, late, late_repeats, untyped);
+
+    Severity severity = Severity::kInfo;
+    if (!v.benign && double(half_n) >= min_half && half_share >= min_half_share) {
+      severity = half_share >= error_share ? Severity::kError : Severity::kWarning;
+    }
+    // When searching stopped: the step of its last search (steps counted from 1), and how much of
+    // the job came after it.
+    const double last_s = job_s(p, last->start_ns);
+    const uint64_t last_end = std::max(last->end_ns, last->start_ns);
+    const double quiet_tail = end > last_end ? double(end - last_end) / double(end - start) : 0;
+    size_t last_step = size_t(std::upper_bound(p.step_starts.begin(), p.step_starts.end(), last->start_ns) -
+                              p.step_starts.begin());
+    std::string when;
+    if (stopped) {
+      when = fmt::format("searching stopped {}{:.1f} s into the job; no search in the last {:.0f}% of its {:.1f} s",
+                         p.step_starts.empty() ? "" : fmt::format("at step {}, ", std::max<size_t>(1, last_step)),
+                         last_s, quiet_tail * 100, span);
+    } else {
+      when = fmt::format("{} searches in the last half of the job{}, {:.1f}% of its time ({:.2f} s of {:.1f} s)", half_n,
+                         by_steps ? " (by steps)" : "", half_share * 100, seconds(half_ns), half_span);
+    }
+    if (v.benign) v.summary += " — nothing to fix";
+
+    std::set<std::string> ops;
+    for (const auto& s : searched) {
+      if (!s.shape.op.empty()) ops.insert(s.shape.op);
     }
     std::string op_list;
     for (const auto& o : ops) op_list += (op_list.empty() ? "" : ", ") + o;
     if (op_list.empty()) op_list = "cuDNN problems";
-    std::string vary;
-    for (const auto& v : varying) vary += (vary.empty() ? "" : "; ") + v;
+    // Searches per tenth of the job, to show whether they die down.
+    std::vector<int> timeline(10, 0);
+    for (const auto& s : searched) {
+      uint64_t at = std::max(s.s->start_ns, start);
+      size_t bucket = size_t(double(at - start) / double(end - start) * 10);
+      timeline[std::min<size_t>(bucket, 9)]++;
+    }
     nlohmann::json ev = {{"process", process_label(p)},
-                         {"searches", total},
-                         {"late_searches", late.size()},
-                         {"distinct_shapes", shapes.size()},
+                         {"pattern", v.pattern},
+                         {"summary", v.summary},
+                         {"when", when},
+                         {"searching_stopped", stopped},
+                         {"last_search_s", last_s},
+                         {"last_search_step", p.step_starts.empty() ? 0 : std::max<size_t>(1, last_step)},
+                         {"last_half_searches", half_n},
+                         {"last_half_share", half_share},
+                         {"last_half_by", by_steps ? "steps" : "time"},
+                         {"searches", searched.size()},
+                         {"late_searches", late},
+                         {"distinct_shapes", late_seen.size()},  // of the late searches
+                         {"distinct_shapes_in_all", seen.size()},
                          {"ops", op_list},
-                         {"varying", vary},
+                         {"varying", v.varying},
                          {"search_time_s", seconds(search_ns)},
                          {"late_search_time_s", seconds(late_ns)},
                          {"search_share", span > 0 ? seconds(search_ns) / span : 0},
-                         {"late_share", late_share},
+                         {"late_share", late_span > 0 ? seconds(late_ns) / late_span : 0},
                          {"run_s", span},
-                         {"warmup_end_s", seconds(warm - std::min(warm, p.first_ns))},
-                         {"warmup_by", p.second_pass_ns ? "second pass over the first problem" : "share of the run"},
-                         {"searches_per_tenth_of_run", timeline}};
-    Finding f = make_finding(spec, ev, seconds(late_ns));
-    if (late_share >= error_share) f.severity = Severity::kError;
+                         {"startup_s", seconds(start - std::min(start, p.first_ns))},
+                         {"steps", p.steps},
+                         {"warmup_end_s", job_s(p, warm)},
+                         {"warmup_by", p.second_pass_ns ? "second pass over the first problem" : "share of the job"},
+                         {"searches_per_tenth_of_job", timeline}};
+    Finding f = make_finding(spec, ev, seconds(half_ns));
+    f.severity = severity;
+    f.fix = v.fix;
     f.pids.push_back(p.pid);
     std::set<std::string> names;
-    for (const auto* s : late) {
+    for (const auto* s : late_list) {
       if (names.size() >= 5) break;
-      names.insert(s->problem);
+      names.insert(s->s->problem);
     }
     f.problems.assign(names.begin(), names.end());
     std::vector<uint32_t> stacks;
-    for (const auto* s : late) stacks.push_back(s->stack);
+    for (const auto* s : late_list) stacks.push_back(s->s->stack);
     f.call_sites = top_sites(all, p, stacks, "late searches from");
     emit(std::move(f));
   }

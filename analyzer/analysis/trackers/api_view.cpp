@@ -22,6 +22,8 @@ ApiViews::ApiViews(const reader::Trace& trace) {
     v.free_bytes = a.field_index("free");
     v.total = a.field_index("total");
     v.size = a.field_index("size");
+    v.allocated = a.field_index("allocated");
+    v.reserved = a.field_index("reserved");
     v.engine = a.field_index("engine");
     v.knobs = a.field_index("knobs");
     v.algo = a.field_index("algo");

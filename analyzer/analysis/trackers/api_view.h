@@ -21,6 +21,7 @@ struct ApiView {
   int ptr = -1, size = -1, engine = -1, knobs = -1, algo = -1, align = -1;
   int plan = -1, desc = -1;
   int caller = -1, free_bytes = -1, total = -1;
+  int allocated = -1, reserved = -1;  // PyTorch's out-of-memory report: bytes in tensors, bytes it held
   ProblemFields problem;  // read through problem_access.h only
 
   // Runs a cuDNN problem with a chosen plan (backend) or algorithm (legacy).

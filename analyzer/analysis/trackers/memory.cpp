@@ -98,7 +98,11 @@ void MemoryTracker::on_alloc(const reader::Event& e, const ApiView& v) {
   bool flushing = last_oom_of_thread_.count(e.tid) != 0;
   // A pool's allocations are cheap by design (memory stays in the pool): never churn.
   bool pooled = (v.flags & trace::kApiPooled) != 0;
-  if (e.ret == 0 && !flushing && !pooled) {
+  // A benchmark search's own workspace, and the cache PyTorch empties once it has timed the
+  // candidates, are the search's cost (research-storm), not churn.
+  const std::string* selecting = searches_.selecting(e.tid);
+  if (e.ret == 0 && !flushing && !pooled && selecting == nullptr) {
+    if (churn_ts_.size() < kMaxChurnTimes) churn_ts_.push_back(e.ts_ns);
     for (Churn* c : {warmup_.past_fraction(e.ts_ns) ? &after_fraction_ : nullptr,
                      warmup_.past_second_pass(e.ts_ns) ? &after_second_pass_ : nullptr}) {
       if (c == nullptr) continue;
@@ -108,7 +112,6 @@ void MemoryTracker::on_alloc(const reader::Event& e, const ApiView& v) {
       if (e.stack && c->stacks.size() < 4096) c->stacks.push_back(e.stack);
     }
   }
-  const std::string* selecting = searches_.selecting(e.tid);
   if (e.ret == 0) {
     LiveAllocation a;
     a.size = size;
@@ -190,7 +193,8 @@ void MemoryTracker::on_alloc(const reader::Event& e, const ApiView& v) {
 void MemoryTracker::on_free(const reader::Event& e, const ApiView& v) {
   bool flushing = last_oom_of_thread_.count(e.tid) != 0;
   bool pooled = (v.flags & trace::kApiPooled) != 0;
-  if (!flushing && !pooled) {
+  if (!flushing && !pooled && searches_.selecting(e.tid) == nullptr) {
+    if (churn_ts_.size() < kMaxChurnTimes) churn_ts_.push_back(e.ts_ns);
     for (Churn* c : {warmup_.past_fraction(e.ts_ns) ? &after_fraction_ : nullptr,
                      warmup_.past_second_pass(e.ts_ns) ? &after_second_pass_ : nullptr}) {
       if (c == nullptr) continue;
@@ -264,10 +268,13 @@ void MemoryTracker::on_oom_report(const reader::Event& e, const ApiView& v) {
   // The framework gave up on a request: the failure its error names is this thread's latest
   // failed allocation (a page of a mapping, under expandable segments), or none at all.
   uint64_t request = torch_allocation_size(field(e, v.size));
+  uint64_t allocated = field(e, v.allocated), reserved = field(e, v.reserved);
   auto last = last_oom_of_thread_.find(e.tid);
   if (last != last_oom_of_thread_.end()) {
     OomEvent& o = ooms_[last->second];
     o.framework_request = request;
+    o.framework_allocated = allocated;
+    o.framework_reserved = reserved;
     o.requested = request;
     // The request's own pages are not what stood in its way.
     o.live -= std::min(o.live, o.partial);
@@ -285,6 +292,8 @@ void MemoryTracker::on_oom_report(const reader::Event& e, const ApiView& v) {
   o.api = "torch.OutOfMemoryError without a failed allocation call";
   o.requested = request;
   o.framework_request = request;
+  o.framework_allocated = allocated;
+  o.framework_reserved = reserved;
   o.raised = true;
   o.stack = e.stack;
   describe_live(o);
@@ -300,6 +309,7 @@ void MemoryTracker::finish(ProcessFacts& f) {
   f.steady_alloc_ns = steady.ns;
   f.steady_alloc_bytes = steady.bytes;
   f.steady_alloc_stacks = steady.stacks;
+  f.churn_call_ts = std::move(churn_ts_);
   for (auto& [d, m] : memory_) {
     auto it = trace_.devices().find(d);
     if (it != trace_.devices().end()) m.total_mem = it->second.total_mem;

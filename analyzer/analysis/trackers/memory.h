@@ -100,6 +100,10 @@ class MemoryTracker {
   std::deque<std::pair<uint64_t, uint64_t>> recent_frees_;  // (ts, bytes) in the last second
   // Churn from both possible ends of warm-up; which one holds is known at the end of the pass.
   Churn after_fraction_, after_second_pass_;
+  // When each allocation and free that churn counts happened (the first kMaxChurnTimes), for
+  // rules that ask whether churn lasted or died down.
+  static constexpr size_t kMaxChurnTimes = size_t(1) << 20;
+  std::vector<uint64_t> churn_ts_;
 };
 
 }  // namespace cuprobe::analysis

@@ -14,14 +14,14 @@ PlanUseTracker::PlanUseTracker(const reader::Trace& trace, SearchesTracker& sear
   searches.on_search([this](const reader::SearchRecord& r) {
     if (r.mode == "heuristic" && r.api == "backend" && r.winner >= 0) {
       const auto& w = r.candidates[size_t(r.winner)];
-      use(r.problem_hash, r.problem, w.engine, w.knobs, true, r.end_ns, w.last_exec_ns, uint64_t(w.executions));
+      use(r.problem_hash, r.problem, w.engine, w.knobs, true, r.end_ns, w.last_exec_ns, uint64_t(w.executions), r.tid);
     }
   });
 }
 
 std::pair<ProblemUse*, size_t> PlanUseTracker::use(uint64_t hash, const std::string& problem, int64_t engine,
                                                    const std::string& knobs, bool backend, uint64_t first_ns,
-                                                   uint64_t last_ns, uint64_t executions) {
+                                                   uint64_t last_ns, uint64_t executions, uint32_t tid) {
   ProblemUse& p = problems_[hash];
   if (p.problem.empty()) {
     p.hash = hash;
@@ -41,6 +41,7 @@ std::pair<ProblemUse*, size_t> PlanUseTracker::use(uint64_t hash, const std::str
   it->first_ns = std::min(it->first_ns, first_ns);
   it->last_ns = std::max(it->last_ns, last_ns);
   it->executions += executions;
+  note_thread(*it, tid);
   return {&p, size_t(it - p.plans.begin())};
 }
 
@@ -56,11 +57,12 @@ void PlanUseTracker::on_run(const reader::Event& e, const ApiView& v) {
     u.first_ns = std::min(u.first_ns, e.ts_ns);
     u.last_ns = std::max(u.last_ns, e.ts_ns);
     ++u.executions;
+    note_thread(u, e.tid);
     return;
   }
   static const std::string kNone;
   plan_index_.emplace(key, use(hash, problem_text_of(trace_, e, v), engine, v.backend_execute ? trace_.knobs_text(knobs) : kNone,
-                               v.backend_execute, e.ts_ns, e.ts_ns, 1));
+                               v.backend_execute, e.ts_ns, e.ts_ns, 1, e.tid));
 }
 
 void PlanUseTracker::finish(ProcessFacts& f) { f.problems = std::move(problems_); }

@@ -45,7 +45,12 @@ class PlanUseTracker {
 
   void on_run(const reader::Event& e, const ApiView& v);
   std::pair<ProblemUse*, size_t> use(uint64_t hash, const std::string& problem, int64_t engine, const std::string& knobs,
-                                     bool backend, uint64_t first_ns, uint64_t last_ns, uint64_t executions);
+                                     bool backend, uint64_t first_ns, uint64_t last_ns, uint64_t executions,
+                                     uint32_t tid);
+  static void note_thread(PlanUse& u, uint32_t tid) {
+    if (u.tid == 0) u.tid = tid;
+    else if (u.tid != tid) u.several_threads = true;
+  }
 
   const reader::Trace& trace_;
   const SearchesTracker& searches_;

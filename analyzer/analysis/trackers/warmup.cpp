@@ -8,10 +8,10 @@ namespace cuprobe::analysis {
 WarmupTracker::WarmupTracker(const reader::Trace& trace, const SearchesTracker& searches, const FactOptions& options)
     : trace_(trace), searches_(searches), warmup_fraction_(options.warmup_fraction), span_end_(trace.last_event_ns()) {}
 
-void WarmupTracker::on_first(const reader::Event& e) {
-  first_ = e.ts_ns;
-  if (span_end_ > first_) {
-    fraction_end_ = first_ + uint64_t(double(span_end_ - first_) * warmup_fraction_);
+void WarmupTracker::on_job_start(const reader::Event& e) {
+  job_start_ = e.ts_ns;
+  if (span_end_ > job_start_) {
+    fraction_end_ = job_start_ + uint64_t(double(span_end_ - job_start_) * warmup_fraction_);
     fraction_known_ = true;
   }
 }
@@ -22,17 +22,29 @@ void WarmupTracker::on_run(const reader::Event& e, const ApiView& v) {
   if (hash == 0 || (v.backend_execute && searches_.in_episode(e.tid, hash))) return;
   auto known = layers_.find(hash);
   if (known == layers_.end()) known = layers_.emplace(hash, layer_of(trace_, e, v)).first;
-  steps_.on_layer(known->second, e.ts_ns);
+  // The winner's first run ends its search (SearchesTracker saw this call first): a step that
+  // begins with a search begins where the search did.
+  uint64_t start = e.ts_ns;
+  const auto& searches = searches_.searches();
+  if (!searches.empty() && searches.back().problem_hash == hash && searches.back().end_ns == e.ts_ns &&
+      searches.back().tid == e.tid) {
+    start = std::min(start, searches.back().start_ns);
+  }
+  steps_.on_layer(known->second, start);
 }
 
 void WarmupTracker::finish(ProcessFacts& f) {
   f.first_ns = first_ == UINT64_MAX ? 0 : first_;
   f.last_ns = last_;
+  // A process that did no work: its job is its span.
+  f.job_start_ns = job_start_ != UINT64_MAX ? job_start_ : f.first_ns;
   uint64_t fraction_end = fraction_end_;
-  if (!fraction_known_ && last_ > f.first_ns) {
-    fraction_end = f.first_ns + uint64_t(double(last_ - f.first_ns) * warmup_fraction_);
+  if (!fraction_known_ && last_ > f.job_start_ns) {
+    fraction_end = f.job_start_ns + uint64_t(double(last_ - f.job_start_ns) * warmup_fraction_);
   }
+  f.steps = steps_.count();
   f.second_pass_ns = steps_.second_pass_ns();
+  f.step_starts = steps_.take_starts();
   // Warm-up ends where the job starts repeating itself, when that is seen; else after the
   // first part of the run.
   f.warmup_end_ns = f.second_pass_ns ? f.second_pass_ns : fraction_end;

@@ -83,13 +83,15 @@
   X(cudaError_t, cudaEventCreateWithFlags, cudaEventCreateWithFlags,                              \
     (cudaEvent_t * event, unsigned int flags), (event, flags), Event | InitsDevice)               \
   X(cudaError_t, cudaEventRecord, cudaEventRecord, (cudaEvent_t event, cudaStream_t stream),      \
-    (event, stream), Event)                                                                       \
+    (event, stream), Event | EventRecord)                                                         \
   X(cudaError_t, cudaEventRecord_ptsz, cudaEventRecord,                                           \
-    (cudaEvent_t event, cudaStream_t stream), (event, stream), Event)                             \
+    (cudaEvent_t event, cudaStream_t stream), (event, stream), Event | EventRecord)               \
   X(cudaError_t, cudaEventRecordWithFlags, cudaEventRecordWithFlags,                              \
-    (cudaEvent_t event, cudaStream_t stream, unsigned int flags), (event, stream, flags), Event)  \
+    (cudaEvent_t event, cudaStream_t stream, unsigned int flags), (event, stream, flags),         \
+    Event | EventRecord)                                                                          \
   X(cudaError_t, cudaEventRecordWithFlags_ptsz, cudaEventRecordWithFlags,                         \
-    (cudaEvent_t event, cudaStream_t stream, unsigned int flags), (event, stream, flags), Event)  \
+    (cudaEvent_t event, cudaStream_t stream, unsigned int flags), (event, stream, flags),         \
+    Event | EventRecord)                                                                          \
   X(cudaError_t, cudaEventElapsedTime, cudaEventElapsedTime,                                      \
     (float* ms, cudaEvent_t start, cudaEvent_t end), (ms, start, end), Event | EventTiming)       \
   X(cudaError_t, cudaEventDestroy, cudaEventDestroy, (cudaEvent_t event), (event), Event)         \

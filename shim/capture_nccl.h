@@ -1,0 +1,87 @@
+// What each NCCL communicator set-up records (nccl_hooks.h): the new communicator, its size and
+// this process's rank in it, as call fields; and, for the largest communicator so far, the rank
+// and size as process properties (trace::Property::kNcclRank, kNcclWorldSize), which name the
+// process's rank when its launcher set no RANK variable.
+//
+// An init that returns ncclInProgress (a non-blocking communicator, config->blocking = 0) has
+// been accepted with the rank and size its caller gave: it counts as set up. ncclCommSplit's
+// result is asked of the real library (ncclCommCount, ncclCommUserRank) only once it has
+// completed (ncclSuccess and a communicator: NCCL_SPLIT_NOCOLOR gives none).
+#pragma once
+
+#include "hook.h"
+#include "nccl_abi.h"
+#include "process_info.h"
+
+namespace cuprobe::shim {
+
+template <>
+struct LibraryTraits<trace::Library::kNccl> {
+  static constexpr ncclResult_t kMissing = ncclSystemError;
+  static constexpr ncclResult_t kProbe = ncclSystemError;  // never faulted; required by Interceptor
+  static bool ok(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
+  static int device(ThreadState& t) { return current_device(t); }
+  static void on_event() {}
+};
+
+inline const void* out_comm(ncclResult_t r, const ncclComm_t* c) {
+  return (LibraryTraits<trace::Library::kNccl>::ok(r) && c != nullptr) ? static_cast<const void*>(*c) : nullptr;
+}
+
+// The fields every communicator set-up starts with, and the process properties.
+inline void comm_fields(CallWriter& w, ncclResult_t r, const ncclComm_t* comm, int nranks, int rank) {
+  w.p(out_comm(r, comm));
+  w.i(nranks);
+  w.i(rank);
+  if (LibraryTraits<trace::Library::kNccl>::ok(r)) note_nccl_comm(nranks, rank);
+}
+
+template <>
+struct Capture<ApiId::ncclCommInitRank> {
+  static constexpr const char* kFields = "comm:p,nranks:i,rank:i";
+  static void after(CallWriter& w, ncclResult_t r, ncclComm_t* comm, int nranks, ncclUniqueId, int rank) {
+    comm_fields(w, r, comm, nranks, rank);
+  }
+};
+
+template <>
+struct Capture<ApiId::ncclCommInitRankConfig> {
+  static constexpr const char* kFields = "comm:p,nranks:i,rank:i";
+  static void after(CallWriter& w, ncclResult_t r, ncclComm_t* comm, int nranks, ncclUniqueId, int rank,
+                    ncclConfig_t*) {
+    comm_fields(w, r, comm, nranks, rank);
+  }
+};
+
+template <>
+struct Capture<ApiId::ncclCommInitRankScalable> {
+  static constexpr const char* kFields = "comm:p,nranks:i,rank:i,ids:i";
+  static void after(CallWriter& w, ncclResult_t r, ncclComm_t* comm, int nranks, int myrank, int n_ids,
+                    ncclUniqueId*, ncclConfig_t*) {
+    comm_fields(w, r, comm, nranks, myrank);
+    w.i(n_ids);
+  }
+};
+
+// The size of a split's new communicator and this process's rank in it, from the real library;
+// -1 each when not known.
+void split_result(ncclComm_t comm, int* nranks, int* rank);
+
+template <>
+struct Capture<ApiId::ncclCommSplit> {
+  static constexpr const char* kFields = "comm:p,nranks:i,rank:i,parent:p,color:i,key:i";
+  static void after(CallWriter& w, ncclResult_t r, ncclComm_t parent, int color, int key, ncclComm_t* comm,
+                    ncclConfig_t*) {
+    int nranks = -1, rank = -1;
+    if (r == ncclSuccess && comm != nullptr && *comm != nullptr) split_result(*comm, &nranks, &rank);
+    w.p(out_comm(r, comm));
+    w.i(nranks);
+    w.i(rank);
+    if (nranks > 0) note_nccl_comm(nranks, rank);
+    w.p(parent);
+    w.i(color);
+    w.i(key);
+  }
+};
+
+}  // namespace cuprobe::shim

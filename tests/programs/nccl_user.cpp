@@ -1,0 +1,40 @@
+// A library with NCCL as NEEDED (DT_RPATH to the double), the way libtorch_cuda.so needs
+// libnccl.so.2; opened by nccl_init with dlopen, RTLD_LOCAL (NCCL stays out of the global scope,
+// as under PyTorch) or RTLD_GLOBAL. It sets communicators up the way ProcessGroupNCCL does and
+// prints what each call returned.
+#include <cstdio>
+
+#include "nccl_abi.h"
+
+namespace {
+
+ncclUniqueId make_id(bool valid) {
+  ncclUniqueId id;
+  for (int i = 0; i < 128; ++i) id.internal[i] = char(i * 7 + 1);  // what the double accepts
+  if (!valid) id.internal[127] ^= 1;
+  return id;
+}
+
+int rank_of(ncclComm_t c) {
+  int r = -1;
+  return c != nullptr && ncclCommUserRank(c, &r) == ncclSuccess ? r : -1;
+}
+
+}  // namespace
+
+// Sets up, in order: a point-to-point pair (2 ranks, rank 1), the world (4 ranks, rank 3), a
+// split of the world (2 ranks), a split this process is not part of, a scalable init of 2
+// ranks, and an init with a damaged unique id, which fails.
+extern "C" __attribute__((visibility("default"))) int nccl_user_run() {
+  ncclComm_t pair = nullptr, world = nullptr, half = nullptr, none = nullptr, scalable = nullptr, bad = nullptr;
+  ncclUniqueId ids[2] = {make_id(true), make_id(true)};
+  int r1 = ncclCommInitRank(&pair, 2, make_id(true), 1);
+  int r2 = ncclCommInitRankConfig(&world, 4, make_id(true), 3, nullptr);
+  int r3 = ncclCommSplit(world, 0, 5, &half, nullptr);
+  int r4 = ncclCommSplit(world, -1, 0, &none, nullptr);
+  int r5 = ncclCommInitRankScalable(&scalable, 2, 0, 2, ids, nullptr);
+  int r6 = ncclCommInitRank(&bad, 2, make_id(false), 0);
+  std::printf("%d %d %d %d %d %d ranks %d %d %d %d %d\n", r1, r2, r3, r4, r5, r6, rank_of(pair), rank_of(world),
+              rank_of(half), none == nullptr ? -1 : 99, rank_of(scalable));
+  return 0;
+}

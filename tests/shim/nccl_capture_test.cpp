@@ -1,0 +1,106 @@
+// The shim against NCCL (nccl_hooks.h), reached from a library that needs it, as PyTorch's
+// libtorch_cuda.so needs libnccl.so.2: NCCL loaded privately (RTLD_LOCAL) or into the global scope,
+// each communicator set-up passed on unchanged (the 128-byte unique id by value) and recorded with
+// its size and rank, the largest communicator's rank and size as process properties, and
+// `cuprobe analyze` naming the process by that rank when no RANK variable is set (issue 13).
+#include <gtest/gtest.h>
+
+#include "support/run.h"
+
+namespace cuprobe::test {
+namespace {
+
+using nlohmann::json;
+
+// nccl_user.cpp: six set-ups (pair, world, split, no-color split, scalable, damaged id), then the
+// rank the double reports for the communicators that exist.
+const char* kPrinted = "0 0 0 0 0 4 ranks 1 3 1 -1 0\n";
+
+void expect_traced(const std::string& tag, const std::string& mode) {
+  SCOPED_TRACE(mode);
+  std::vector<std::string> argv = {program("nccl_init"), program("libnccl_user.so"), mode};
+  RunResult plain = run(argv);
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  EXPECT_EQ(plain.out, kPrinted);
+
+  std::string dir = fresh_dir(tag);
+  RunResult r = record(dir, argv);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, kPrinted);  // every call reached the double, the unique id intact
+  auto lines = dump(dir);
+  auto procs = of_type(lines, "process");
+  ASSERT_EQ(procs.size(), 1u);
+  EXPECT_EQ(procs[0]["rank"], -1);
+  // The world (4 ranks) set up after a 2-rank pair; later, smaller communicators change nothing.
+  EXPECT_EQ(procs[0]["nccl_rank"], 3);
+  EXPECT_EQ(procs[0]["nccl_world_size"], 4);
+  EXPECT_EQ(procs[0]["stats"]["missing_symbols"], 0);
+
+  auto init = of_type(lines, "call", "ncclCommInitRank");
+  ASSERT_EQ(init.size(), 2u);
+  EXPECT_EQ(init[0]["ret"], 0);
+  EXPECT_EQ(init[0]["nranks"], 2);
+  EXPECT_EQ(init[0]["rank"], 1);
+  EXPECT_NE(init[0]["comm"], "0x0");
+  EXPECT_EQ(init[1]["ret"], 4);  // ncclInvalidArgument: the damaged id, the failure passed on
+  EXPECT_EQ(init[1]["comm"], "0x0");
+  auto config = of_type(lines, "call", "ncclCommInitRankConfig");
+  ASSERT_EQ(config.size(), 1u);
+  EXPECT_EQ(config[0]["nranks"], 4);
+  EXPECT_EQ(config[0]["rank"], 3);
+  auto split = of_type(lines, "call", "ncclCommSplit");
+  ASSERT_EQ(split.size(), 2u);
+  EXPECT_EQ(split[0]["nranks"], 2);  // asked of the double's ncclCommCount / ncclCommUserRank
+  EXPECT_EQ(split[0]["rank"], 1);
+  EXPECT_EQ(split[0]["parent"], config[0]["comm"]);
+  EXPECT_EQ(split[0]["key"], 5);
+  EXPECT_EQ(split[1]["color"], -1);
+  EXPECT_EQ(split[1]["comm"], "0x0");
+  EXPECT_EQ(split[1]["nranks"], -1);
+  auto scalable = of_type(lines, "call", "ncclCommInitRankScalable");
+  ASSERT_EQ(scalable.size(), 1u);
+  EXPECT_EQ(scalable[0]["nranks"], 2);
+  EXPECT_EQ(scalable[0]["rank"], 0);
+  EXPECT_EQ(scalable[0]["ids"], 2);
+  for (const auto& a : of_type(lines, "api")) {
+    if (a["name"].get<std::string>().rfind("nccl", 0) == 0) {
+      EXPECT_EQ(a["library"], "nccl") << a;
+    }
+  }
+}
+
+TEST(NcclCapture, PrivatelyLoadedNcclIsTracedAndNamesTheRank) { expect_traced("nccl-local", "local"); }
+
+TEST(NcclCapture, GloballyLoadedNcclIsTracedAndNamesTheRank) { expect_traced("nccl-global", "global"); }
+
+json analyze_summary(const std::string& dir) {
+  RunResult a = run({cuprobe_bin(), "analyze", "--json", dir});
+  EXPECT_LE(a.status, 1) << a.err;
+  json report = json::parse(a.out, nullptr, false);
+  EXPECT_FALSE(report.is_discarded()) << a.out;
+  return report.is_discarded() ? json() : report["summary"];
+}
+
+TEST(NcclCapture, AnalyzeNamesTheProcessByItsNcclRankUnlessRankIsSet) {
+  std::vector<std::string> argv = {program("nccl_init"), program("libnccl_user.so")};
+  std::string dir = fresh_dir("nccl-analyze");
+  ASSERT_EQ(record(dir, argv).status, 0);
+  json s = analyze_summary(dir);
+  EXPECT_EQ(s["ranks"], json::array({3}));
+  ASSERT_EQ(s["per_process"].size(), 1u);
+  EXPECT_EQ(s["per_process"][0]["rank"], 3);
+  EXPECT_EQ(s["per_process"][0]["rank_source"], "nccl");
+  EXPECT_EQ(s["rank_sources"], json::array({"nccl"}));
+  RunResult text = run({cuprobe_bin(), "analyze", dir});
+  EXPECT_NE(text.out.find("ranks: 3 (from NCCL communicators)"), std::string::npos) << text.out;
+
+  // A launcher's RANK wins over what NCCL said.
+  std::string env_dir = fresh_dir("nccl-analyze-env");
+  ASSERT_EQ(record(env_dir, argv, {{"RANK", "7"}}).status, 0);
+  json e = analyze_summary(env_dir);
+  EXPECT_EQ(e["ranks"], json::array({7}));
+  EXPECT_EQ(e["per_process"][0]["rank_source"], "env");
+}
+
+}  // namespace
+}  // namespace cuprobe::test
