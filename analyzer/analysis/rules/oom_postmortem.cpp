@@ -3,6 +3,8 @@
 // what was freed just before (the caching allocator flushing its cache and retrying), and which
 // failures the job recovered from. A process whose trace was never finalized is reported too, with its
 // last calls: it may have been killed (the kernel's OOM killer, SIGKILL).
+#include <cctype>
+
 #include "analysis/common.h"
 #include "analysis/rules.h"
 
@@ -209,7 +211,10 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
       Finding f = make_finding(spec, ev, 0);
       if (!fatal) f.severity = Severity::kWarning;
       f.fix = spec.fix_for(cause);
-      if (!fatal) f.fix = "The job recovered and carried on; to avoid the failed attempts: " + f.fix;
+      if (!fatal && !f.fix.empty()) {
+        f.fix[0] = char(std::tolower(static_cast<unsigned char>(f.fix[0])));
+        f.fix = "The job recovered and carried on; to avoid the failed attempts, " + f.fix;
+      }
       if (o.framework_request != 0 && o.failed_call_size != 0 && o.failed_call_size < o.framework_request) {
         // Pieces of a mapping failed: the job already maps its memory (expandable segments), so
         // there is no fragmentation left to recover.

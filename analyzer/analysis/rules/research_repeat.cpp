@@ -101,7 +101,10 @@ void research_repeat(const RuleSpec& spec, const AllFacts& all, const Emit& emit
                          {"per_thread_only", !costly},
                          {"cause", cause}};
     Finding f = make_finding(spec, ev, seconds(costly ? repeat_ns : costly_ns));
-    if (!costly) f.severity = Severity::kInfo;
+    if (!costly) {
+      f.severity = Severity::kInfo;
+      f.fix = spec.fix_for("per-thread cache");
+    }
     f.pids.push_back(p.pid);
     for (size_t k = 0; k < worst.size() && k < 5; ++k) f.problems.push_back(worst[k].second);
     emit(std::move(f));

@@ -101,7 +101,10 @@ def score_scenario(name, expected, result):
     fire = expected.get("fire") or []
     allow = set(expected.get("allow") or [])
     fire_rules = {e["rule"] for e in fire}
-    row["expected"] = ", ".join("%s>=%s" % (e["rule"], e.get("min_severity", "info")) for e in fire)
+    def wanted(e):
+        lo, hi = e.get("min_severity", "info"), e.get("max_severity")
+        return "%s=%s" % (e["rule"], lo) if hi == lo else "%s>=%s" % (e["rule"], lo) + ("..%s" % hi if hi else "")
+    row["expected"] = ", ".join(wanted(e) for e in fire)
     if not row["expected"] and not expected.get("faults") and not expected.get("summary"):
         row["expected"] = "nothing above info"
     if result is None:
