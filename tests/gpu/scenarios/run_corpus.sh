@@ -2,7 +2,7 @@
 # Run the real-GPU scenario corpus, analyze and score it, and pack the results.
 # Usage: tests/gpu/scenarios/run_corpus.sh CUPROBE_BIN OUT_DIR [SCENARIO...]
 #
-#   Scenarios not marked "exclusive" in expected.json run 4 at a time; exclusive ones
+#   Scenarios not marked "exclusive" in expected.json run 5 at a time (CORPUS_PARALLEL); exclusive ones
 #   (memory-filling or timing-sensitive) run alone afterwards. Each gets TRACE_DIR =
 #   OUT_DIR/work/traces/<name>, its stdout/stderr in OUT_DIR/logs/. Then per scenario
 #   `cuprobe analyze --json` -> OUT_DIR/findings/<name>.json (and the text report in logs/),
@@ -29,7 +29,7 @@ findings="$OUT/findings"
 mkdir -p "$traces" "$logs" "$findings"
 chmod 700 "$work" "$traces"
 : >"$OUT/corpus.log"
-PAR=${CORPUS_PARALLEL:-4}
+PAR=${CORPUS_PARALLEL:-5}
 SCEN_TIMEOUT=${CORPUS_SCENARIO_TIMEOUT:-150}
 
 log() { echo "[$(date '+%F %T')] $*" | tee -a "$OUT/corpus.log"; }
