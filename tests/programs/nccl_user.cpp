@@ -24,7 +24,7 @@ int rank_of(ncclComm_t c) {
 
 // Sets up, in order: a point-to-point pair (2 ranks, rank 1), the world (4 ranks, rank 3), a
 // split of the world (2 ranks), a split this process is not part of, a scalable init of 2
-// ranks, and an init with a damaged unique id, which fails.
+// ranks, and an init with a damaged unique id, which fails; then destroys what it set up.
 extern "C" __attribute__((visibility("default"))) int nccl_user_run() {
   ncclComm_t pair = nullptr, world = nullptr, half = nullptr, none = nullptr, scalable = nullptr, bad = nullptr;
   ncclUniqueId ids[2] = {make_id(true), make_id(true)};
@@ -36,5 +36,8 @@ extern "C" __attribute__((visibility("default"))) int nccl_user_run() {
   int r6 = ncclCommInitRank(&bad, 2, make_id(false), 0);
   std::printf("%d %d %d %d %d %d ranks %d %d %d %d %d\n", r1, r2, r3, r4, r5, r6, rank_of(pair), rank_of(world),
               rank_of(half), none == nullptr ? -1 : 99, rank_of(scalable));
+  for (ncclComm_t c : {pair, world, half, none, scalable, bad}) {
+    if (c != nullptr) ncclCommDestroy(c);  // as ProcessGroupNCCL does at shutdown; LeakSanitizer
+  }
   return 0;
 }
