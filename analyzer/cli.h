@@ -22,6 +22,8 @@ int cmd_dump(const Args& args);
 int cmd_analyze(const Args& args);
 int cmd_rules(const Args& args);
 int cmd_explain(const Args& args);
+int cmd_export(const Args& args);
+int cmd_report(const Args& args);
 
 // Exit codes of every subcommand.
 inline constexpr int kExitOk = 0;

@@ -40,6 +40,10 @@ Usage:
   cuprobe analyze PATH...   findings: what went wrong, what it cost, what to do
   cuprobe rules             the rules analyze applies
   cuprobe explain RULE      a rule's rationale, thresholds and fix
+  cuprobe report -o report.html PATH...
+                            one self-contained HTML page: findings, memory, searches, ranks
+  cuprobe export --format perfetto|chrome|sqlite -o FILE PATH...
+                            the timeline for Perfetto / chrome://tracing, or a SQLite database
   cuprobe --version
   cuprobe COMMAND --help    options of one command
 
@@ -75,6 +79,8 @@ int main(int argc, char** argv) {
     if (cmd == "analyze") return cmd_analyze(args);
     if (cmd == "rules") return cmd_rules(args);
     if (cmd == "explain") return cmd_explain(args);
+    if (cmd == "export") return cmd_export(args);
+    if (cmd == "report") return cmd_report(args);
     fmt::print(stderr, "cuprobe: unknown {} '{}'; see cuprobe --help\n", cmd.rfind('-', 0) == 0 ? "option" : "command",
                cmd);
     return kExitUsage;

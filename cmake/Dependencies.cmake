@@ -38,6 +38,13 @@ find_package(fmt REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 # The option parser of every `cuprobe` subcommand (analyzer/options.cpp); header-only.
 find_package(CLI11 2.1 REQUIRED)
+# SQLite (cuprobe export --format sqlite), linked statically where the static library exists, so
+# that the cuprobe binary runs on machines without libsqlite3 (GPU nodes, containers).
+find_library(CUPROBE_SQLITE_STATIC NAMES libsqlite3.a)
+if(CUPROBE_SQLITE_STATIC AND NOT SQLite3_LIBRARY)
+  set(SQLite3_LIBRARY ${CUPROBE_SQLITE_STATIC} CACHE FILEPATH "SQLite library (static)")
+endif()
+find_package(SQLite3 REQUIRED)
 if(CUPROBE_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -4,12 +4,15 @@
 # installed (default /usr/local/cuda; or set CUDA_HOME / CUDNN_ROOT).
 #
 #   scripts/deps.sh          what the builds of scripts/test.sh need (GCC, with its ASan, UBSan and
-#                            TSan runtimes)
+#                            TSan runtimes; SQLite for `cuprobe export --format sqlite`; protobuf
+#                            to decode Perfetto exports and headless Chromium to open the HTML
+#                            report in the tests)
 #   scripts/deps.sh --fuzz   also clang with libFuzzer, for scripts/fuzz.sh
 set -euo pipefail
 
 packages=(cmake ninja-build g++ binutils pkg-config python3 libfmt-dev nlohmann-json3-dev libcli11-dev
-          libunwind-dev libgtest-dev libgmock-dev libbenchmark-dev)
+          libunwind-dev libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev sqlite3
+          protobuf-compiler libprotobuf-dev chromium)
 fuzz=0
 if [ "${1:-}" = "--fuzz" ]; then
   fuzz=1

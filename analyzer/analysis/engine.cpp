@@ -214,6 +214,17 @@ Result<Report> analyze(const AnalyzeOptions& options) {
     return a.impact_s > b.impact_s;
   });
   report.summary = summarize(all);
+  for (const ProcessFacts& p : all.processes) {
+    ProcessTimes t;
+    t.pid = p.pid;
+    t.host = p.host;
+    t.label = process_label(p);
+    t.rank = p.rank;
+    t.job_start_wall_ns = p.trace->wall_ns(p.job_start_ns ? p.job_start_ns : p.first_ns);
+    t.step_wall_ns.reserve(p.step_starts.size());
+    for (uint64_t s : p.step_starts) t.step_wall_ns.push_back(p.trace->wall_ns(s));
+    report.processes.push_back(std::move(t));
+  }
   return report;
 }
 

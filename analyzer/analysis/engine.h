@@ -21,8 +21,19 @@ struct AnalyzeOptions {
   std::vector<std::string> symbol_dirs;  // --symbols: where else the traced binaries are
 };
 
+// What the timelines of a process need of its facts beyond the summary (exports, the report).
+struct ProcessTimes {
+  uint32_t pid = 0;
+  std::string host;
+  std::string label;                   // process_label
+  int rank = -1;
+  uint64_t job_start_wall_ns = 0;      // the job's first work (facts.h job_start_ns), wall clock
+  std::vector<uint64_t> step_wall_ns;  // step starts (facts.h step_starts), wall clock
+};
+
 struct Report {
   nlohmann::json summary;
+  std::vector<ProcessTimes> processes;  // in the summary's order
   std::vector<Finding> findings;
   std::vector<std::string> warnings;  // unreadable inputs, damaged traces
 };

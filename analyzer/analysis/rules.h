@@ -56,6 +56,9 @@ struct Finding {
   std::vector<uint32_t> pids;
   std::string fix;
   double impact_s = 0;  // estimated time lost, for ordering
+  // When what it concerns happened (wall clock, Unix epoch ns), for timelines; 0 when the
+  // finding is about the whole job. The exports place it at the first process's start then.
+  uint64_t at_wall_ns = 0;
 };
 
 // Expands {name} and {name:fmt} placeholders from `values`.

@@ -54,6 +54,7 @@ void memory_coverage(const RuleSpec& spec, const AllFacts& all, const Emit& emit
                            {"shared_peak", others_peak},
                            {"explained_by_job", explained}};
       Finding f = make_finding(spec, ev, double(c.max_unaccounted));
+      if (c.max_ts_ns != 0) f.at_wall_ns = p.trace->wall_ns(c.max_ts_ns);
       if (explained) {
         f.severity = Severity::kInfo;
         f.message += fmt::format("; explained: {} of this job use{} the same GPU (together up to {})", shared,

@@ -209,6 +209,7 @@ void oom_postmortem(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
                            {"during_plan_selection", o.search_problem},
                            {"failures", failures}};
       Finding f = make_finding(spec, ev, 0);
+      f.at_wall_ns = p.trace->wall_ns(o.ts_ns);
       if (!fatal) f.severity = Severity::kWarning;
       f.fix = spec.fix_for(cause);
       if (!fatal && !f.fix.empty()) {

@@ -329,6 +329,7 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
                          {"searches_per_tenth_of_job", timeline}};
     Finding f = make_finding(spec, ev, seconds(half_ns));
     f.severity = severity;
+    if (!late_list.empty()) f.at_wall_ns = p.trace->wall_ns(late_list.front()->s->start_ns);
     f.fix = v.fix;
     f.pids.push_back(p.pid);
     std::set<std::string> names;

@@ -1,0 +1,712 @@
+// `cuprobe export --format sqlite`: a job's timeline as a SQLite database (schema and example
+// queries: docs/sql.md).
+//
+// Rows are inserted as walk_job hands items over, in one transaction with every statement
+// prepared once, so that memory stays at what the walk itself holds plus the interned ids (APIs,
+// problems, stacks): a recording of any length exports in bounded memory. Rows are kept narrow
+// (integers; text only where a row is rare or the text is what a query wants, such as knobs), the
+// largest tables are inserted many rows to a statement, and the indexes are built once after the
+// last insert rather than kept up to date row by row. Every time is wall-clock (Unix epoch) nanoseconds, so that the
+// processes of a job, and a PyTorch profiler trace of the same run, line up.
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "export/export.h"
+#include "trace/symbolize.h"
+
+#include "version.h"
+
+namespace cuprobe::exporter {
+
+namespace {
+
+// Bumped whenever a table or column changes meaning, is renamed or removed (docs/sql.md).
+constexpr int kSchemaVersion = 1;
+
+constexpr const char* kSchema = R"(
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+CREATE TABLE processes (
+  id INTEGER PRIMARY KEY, pid INTEGER, ppid INTEGER, host TEXT, rank INTEGER, local_rank INTEGER,
+  world_size INTEGER, label TEXT, command TEXT, exe TEXT, trace_path TEXT, trace_state TEXT,
+  start_ns INTEGER, first_ns INTEGER, last_ns INTEGER, job_start_ns INTEGER, events INTEGER,
+  threads INTEGER);
+CREATE TABLE steps (process_id INTEGER REFERENCES processes(id), step INTEGER, start_ns INTEGER);
+CREATE TABLE devices (
+  id INTEGER PRIMARY KEY, process_id INTEGER REFERENCES processes(id), device INTEGER, name TEXT,
+  total_mem INTEGER, uuid TEXT, pci_bus_id TEXT, cc TEXT, multiprocessors INTEGER);
+CREATE TABLE apis (id INTEGER PRIMARY KEY, name TEXT, library TEXT, flags INTEGER);
+CREATE TABLE problems (id INTEGER PRIMARY KEY, hash TEXT, text TEXT);
+CREATE TABLE stacks (
+  id INTEGER PRIMARY KEY, process_id INTEGER REFERENCES processes(id), trace_stack INTEGER,
+  site TEXT, python_frames INTEGER, native_frames INTEGER);
+CREATE TABLE frames (
+  stack_id INTEGER REFERENCES stacks(id), depth INTEGER, kind TEXT, pc INTEGER, module TEXT,
+  function TEXT, file TEXT, line INTEGER, text TEXT);
+CREATE TABLE calls (
+  id INTEGER PRIMARY KEY, process_id INTEGER, tid INTEGER, api_id INTEGER, ts_ns INTEGER,
+  dur_ns INTEGER, device INTEGER, stream INTEGER, ret INTEGER, stack_id INTEGER, flags INTEGER);
+CREATE TABLE syncs (
+  call_id INTEGER PRIMARY KEY, process_id INTEGER, tid INTEGER, api_id INTEGER, ts_ns INTEGER,
+  dur_ns INTEGER, device INTEGER, ret INTEGER);
+CREATE TABLE failures (
+  call_id INTEGER PRIMARY KEY, process_id INTEGER, tid INTEGER, api_id INTEGER, library TEXT,
+  ts_ns INTEGER, dur_ns INTEGER, device INTEGER, ret INTEGER, injected INTEGER, stack_id INTEGER);
+CREATE TABLE faults (
+  call_id INTEGER PRIMARY KEY, process_id INTEGER, tid INTEGER, api_id INTEGER, ts_ns INTEGER,
+  ret INTEGER, rule TEXT, k INTEGER);
+CREATE TABLE searches (
+  id INTEGER PRIMARY KEY, process_id INTEGER REFERENCES processes(id), tid INTEGER, device INTEGER,
+  api TEXT, mode TEXT, problem_id INTEGER REFERENCES problems(id), start_ns INTEGER, end_ns INTEGER,
+  dur_ns INTEGER, stack_id INTEGER REFERENCES stacks(id), candidates INTEGER, winner_id INTEGER,
+  winner_engine INTEGER, winner_knobs TEXT, search_workspace INTEGER, align INTEGER,
+  plans_rejected INTEGER, complete INTEGER);
+CREATE TABLE candidates (
+  id INTEGER PRIMARY KEY, search_id INTEGER REFERENCES searches(id), idx INTEGER, plan INTEGER,
+  engine INTEGER, knobs TEXT, workspace INTEGER, build_status INTEGER, exec_status INTEGER,
+  executions INTEGER, last_exec_ns INTEGER, time_ms REAL, notes INTEGER, injected INTEGER,
+  winner INTEGER);
+CREATE TABLE executions (
+  call_id INTEGER PRIMARY KEY, process_id INTEGER, tid INTEGER, ts_ns INTEGER, dur_ns INTEGER,
+  device INTEGER, ret INTEGER, backend INTEGER, engine INTEGER, knobs TEXT, workspace INTEGER,
+  problem_id INTEGER, candidate INTEGER);
+CREATE TABLE allocations (
+  call_id INTEGER, process_id INTEGER, tid INTEGER, api_id INTEGER, ts_ns INTEGER, dur_ns INTEGER,
+  device INTEGER, address INTEGER, size INTEGER, ok INTEGER, ret INTEGER, freed INTEGER,
+  alloc_ts_ns INTEGER, owner TEXT, search_problem_id INTEGER, stack_id INTEGER);
+CREATE TABLE memory (
+  call_id INTEGER, process_id INTEGER, ts_ns INTEGER, device INTEGER, owner TEXT,
+  owner_bytes INTEGER, total_bytes INTEGER);
+CREATE TABLE findings (
+  id INTEGER PRIMARY KEY, rule TEXT, severity TEXT, title TEXT, message TEXT, evidence TEXT,
+  fix TEXT, impact_s REAL, at_ns INTEGER);
+CREATE TABLE finding_processes (finding_id INTEGER REFERENCES findings(id), process_id INTEGER REFERENCES processes(id));
+CREATE TABLE finding_call_sites (finding_id INTEGER REFERENCES findings(id), idx INTEGER, site TEXT);
+CREATE TABLE finding_problems (finding_id INTEGER REFERENCES findings(id), problem_id INTEGER REFERENCES problems(id));
+CREATE TABLE warnings (id INTEGER PRIMARY KEY, text TEXT);
+)";
+
+// Built once every row is in (see the file comment). The two largest tables get only what joins
+// need: an index on calls(api_id) or executions(process_id, ts_ns) cost as much to build as
+// inserting a third of their rows did, and a scan of them answers such queries in well under a
+// second (their ids are in time order within a process).
+constexpr const char* kIndexes = R"(
+CREATE INDEX calls_stack ON calls(stack_id) WHERE stack_id IS NOT NULL;
+CREATE INDEX steps_process ON steps(process_id, step);
+CREATE INDEX devices_process ON devices(process_id, device);
+CREATE INDEX stacks_process ON stacks(process_id, trace_stack);
+CREATE INDEX frames_stack ON frames(stack_id, depth);
+CREATE INDEX syncs_api ON syncs(api_id);
+CREATE INDEX failures_api ON failures(api_id);
+CREATE INDEX searches_problem ON searches(problem_id);
+CREATE INDEX searches_process ON searches(process_id, start_ns);
+CREATE INDEX candidates_search ON candidates(search_id);
+CREATE INDEX executions_problem ON executions(problem_id);
+CREATE INDEX allocations_process ON allocations(process_id, device, ts_ns);
+CREATE INDEX memory_device ON memory(process_id, device, owner);
+CREATE INDEX finding_processes_finding ON finding_processes(finding_id);
+CREATE INDEX finding_call_sites_finding ON finding_call_sites(finding_id);
+CREATE INDEX finding_problems_finding ON finding_problems(finding_id);
+)";
+
+struct SqlError {
+  std::string message;
+};
+
+// One prepared statement, bound column by column (1-based, in the order of its placeholders)
+// and run; reused for every row.
+class Insert {
+ public:
+  Insert() = default;
+  Insert(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) != SQLITE_OK) {
+      throw SqlError{fmt::format("cannot prepare \"{}\": {}", sql, sqlite3_errmsg(db))};
+    }
+  }
+  Insert(const Insert&) = delete;
+  Insert& operator=(const Insert&) = delete;
+  Insert& operator=(Insert&& o) noexcept {
+    std::swap(db_, o.db_);
+    std::swap(stmt_, o.stmt_);
+    return *this;
+  }
+  ~Insert() { sqlite3_finalize(stmt_); }
+
+  Insert& i(int64_t v) {
+    sqlite3_bind_int64(stmt_, ++col_, v);
+    return *this;
+  }
+  Insert& u(uint64_t v) { return i(int64_t(v)); }
+  Insert& null() {
+    sqlite3_bind_null(stmt_, ++col_);
+    return *this;
+  }
+  // A value, or NULL where it is `none` (unknown).
+  Insert& i_or_null(int64_t v, int64_t none) { return v == none ? null() : i(v); }
+  Insert& d(double v) {
+    sqlite3_bind_double(stmt_, ++col_, v);
+    return *this;
+  }
+  // The text must live until run(): it is not copied.
+  Insert& t(const std::string& v) {
+    sqlite3_bind_text(stmt_, ++col_, v.data(), int(v.size()), SQLITE_STATIC);
+    return *this;
+  }
+  Insert& t(const char* v, int n) {
+    sqlite3_bind_text(stmt_, ++col_, v, n, SQLITE_STATIC);
+    return *this;
+  }
+  Insert& t(const char* v) {
+    sqlite3_bind_text(stmt_, ++col_, v, -1, SQLITE_STATIC);
+    return *this;
+  }
+  void run() {
+    col_ = 0;
+    int rc = sqlite3_step(stmt_);
+    sqlite3_reset(stmt_);
+    if (rc != SQLITE_DONE) throw SqlError{sqlite3_errmsg(db_)};
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* stmt_ = nullptr;
+  int col_ = 0;
+};
+
+void exec(sqlite3* db, const char* sql) {
+  char* msg = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
+    std::string m = msg ? msg : sqlite3_errmsg(db);
+    sqlite3_free(msg);
+    throw SqlError{m};
+  }
+}
+
+// Rows of a large table, inserted `rows` to a statement: running a statement costs about as
+// much as the row it inserts. Values wait here until the batch is full or flushed; text is not
+// copied, so what it points to must outlive the next flush.
+class Batch {
+ public:
+  Batch(sqlite3* db, const char* table, int columns, size_t rows) : columns_(columns), rows_(rows) {
+    std::string row = "(?";
+    for (int c = 1; c < columns; ++c) row += ",?";
+    row += ")";
+    std::string sql = fmt::format("INSERT INTO {} VALUES {}", table, row);
+    one_ = Insert(db, sql.c_str());
+    for (size_t r = 1; r < rows; ++r) sql += "," + row;
+    all_ = Insert(db, sql.c_str());
+    values_.reserve(size_t(columns) * rows);
+  }
+  Batch& i(int64_t v) { return put(Value{Value::kInt, v, 0, nullptr, 0}); }
+  Batch& u(uint64_t v) { return i(int64_t(v)); }
+  Batch& null() { return put(Value{Value::kNull, 0, 0, nullptr, 0}); }
+  Batch& i_or_null(int64_t v, int64_t none) { return v == none ? null() : i(v); }
+  Batch& d(double v) { return put(Value{Value::kReal, 0, v, nullptr, 0}); }
+  Batch& t(const std::string& v) { return put(Value{Value::kText, 0, 0, v.data(), int(v.size())}); }
+  void run() {
+    if (values_.size() == size_t(columns_) * rows_) flush();
+  }
+  void flush() {
+    bool full = values_.size() == size_t(columns_) * rows_;
+    Insert& s = full ? all_ : one_;
+    for (size_t k = 0; k < values_.size(); ++k) {
+      const Value& v = values_[k];
+      switch (v.type) {
+        case Value::kInt:
+          s.i(v.i);
+          break;
+        case Value::kNull:
+          s.null();
+          break;
+        case Value::kReal:
+          s.d(v.d);
+          break;
+        case Value::kText:
+          s.t(v.s, v.n);
+          break;
+      }
+      if (!full && (k + 1) % size_t(columns_) == 0) s.run();
+    }
+    if (full) s.run();
+    values_.clear();
+  }
+
+ private:
+  struct Value {
+    enum Type : uint8_t { kInt, kNull, kReal, kText } type;
+    int64_t i;
+    double d;
+    const char* s;
+    int n;
+  };
+  Batch& put(const Value& v) {
+    values_.push_back(v);
+    return *this;
+  }
+  int columns_;
+  size_t rows_;
+  Insert one_, all_;
+  std::vector<Value> values_;
+};
+
+std::string hex(uint64_t v) { return fmt::format("0x{:016x}", v); }
+
+// The call an item belongs to: items of one call follow its `call` (timeline.h).
+struct CurrentCall {
+  int64_t id = 0;
+  int64_t api_id = 0;
+  int64_t stack_id = 0;  // 0: none
+};
+
+class SqliteSink : public TimelineSink {
+ public:
+  SqliteSink(sqlite3* db, const ExportJob& job)
+      : db_(db),
+        job_(job),
+        calls_(db, "calls", 11, 64),
+        executions_(db, "executions", 13, 64),
+        allocations_(db, "allocations", 16, 32),
+        memory_(db, "memory", 7, 32),
+        symbols_(job.symbol_dirs) {
+    ins_process_ = Insert(db, "INSERT INTO processes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    ins_step_ = Insert(db, "INSERT INTO steps VALUES (?,?,?)");
+    ins_device_ = Insert(db, "INSERT INTO devices VALUES (NULL,?,?,?,?,?,?,?,?)");
+    ins_api_ = Insert(db, "INSERT INTO apis VALUES (?,?,?,?)");
+    ins_problem_ = Insert(db, "INSERT INTO problems VALUES (?,?,?)");
+    ins_stack_ = Insert(db, "INSERT INTO stacks VALUES (?,?,?,?,?,?)");
+    ins_frame_ = Insert(db, "INSERT INTO frames VALUES (?,?,?,?,?,?,?,?,?)");
+    ins_sync_ = Insert(db, "INSERT INTO syncs VALUES (?,?,?,?,?,?,?,?)");
+    ins_failure_ = Insert(db, "INSERT INTO failures VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+    ins_fault_ = Insert(db, "INSERT INTO faults VALUES (?,?,?,?,?,?,?,?)");
+    ins_search_ = Insert(db, "INSERT INTO searches VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    ins_candidate_ = Insert(db, "INSERT INTO candidates VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  }
+
+  bool wants_calls() const override { return true; }
+  const std::string& error() const { return error_; }
+  uint64_t rows() const { return rows_; }
+  uint64_t processes() const { return processes_; }
+  uint64_t events() const { return events_; }
+
+  void begin_process(const ProcessInfo& p) override {
+    guard([&] {
+      process_id_ = ++processes_;
+      info_ = &p;
+      const reader::Trace& t = *p.trace;
+      api_ids_.assign(t.apis().size(), 0);
+      problem_by_ptr_.clear();
+      stack_ids_.clear();
+      for (const auto& [index, d] : t.devices()) {
+        std::string cc = d.cc_major > 0 ? fmt::format("{}.{}", d.cc_major, d.cc_minor) : "";
+        ins_device_.i(process_id_).i(d.index).t(d.name).u(d.total_mem).t(d.uuid).t(d.pci_bus_id).t(cc);
+        ins_device_.i_or_null(d.multiprocessors, 0).run();
+        ++rows_;
+      }
+      // Every stack of the trace, up front: the calls refer to them by id as they stream past.
+      for (const auto& [id, st] : t.stacks()) write_stack(t, id, st);
+    });
+  }
+
+  void call(const reader::Event& e, const reader::Api& api) override {
+    if (!error_.empty()) return;
+    try {
+      if (e.api >= api_ids_.size()) api_ids_.resize(size_t(e.api) + 1, 0);
+      int64_t& api_id = api_ids_[e.api];
+      if (api_id == 0) api_id = intern_api(api.name, reader::library_name(api.library), api.flags);
+      cur_.id = ++call_id_;
+      cur_.api_id = api_id;
+      cur_.stack_id = stack_id(e.stack);
+      Batch& s = calls_;
+      s.i(cur_.id).i(process_id_).i(e.tid).i(api_id).u(info_->wall_ns(e.ts_ns)).u(e.dur_ns).i(e.device);
+      if (e.has_stream)
+        s.u(e.stream);
+      else
+        s.null();
+      s.i(e.ret).i_or_null(cur_.stack_id, 0).i((e.sample ? 1 : 0) | (e.injected() ? 2 : 0)).run();
+      ++rows_;
+      ++events_;
+    } catch (const SqlError& x) {
+      error_ = x.message;
+    }
+  }
+
+  void search(const reader::SearchRecord& r) override {
+    guard([&] {
+      int64_t id = ++search_id_;
+      int64_t winner_id = 0;
+      for (size_t k = 0; k < r.candidates.size(); ++k) {
+        const reader::SearchCandidate& c = r.candidates[k];
+        int64_t cid = ++candidate_id_;
+        if (int(k) == r.winner) winner_id = cid;
+        ins_candidate_.i(cid).i(id).i(int64_t(k)).u(c.plan).i(c.engine).t(c.knobs).u(c.workspace).i(c.build_status);
+        ins_candidate_.i_or_null(c.exec_status, -1).i(c.executions);
+        if (c.last_exec_ns)
+          ins_candidate_.u(info_->wall_ns(c.last_exec_ns));
+        else
+          ins_candidate_.null();
+        if (c.time_ms >= 0)
+          ins_candidate_.d(c.time_ms);
+        else
+          ins_candidate_.null();
+        ins_candidate_.u(c.notes).i(c.injected).i(int(k) == r.winner).run();
+        ++rows_;
+      }
+      const reader::SearchCandidate* w =
+          r.winner >= 0 && size_t(r.winner) < r.candidates.size() ? &r.candidates[size_t(r.winner)] : nullptr;
+      uint64_t start = info_->wall_ns(r.start_ns), end = info_->wall_ns(std::max(r.end_ns, r.start_ns));
+      Insert& s = ins_search_;
+      s.i(id)
+          .i(process_id_)
+          .i(r.tid)
+          .i(r.device)
+          .t(r.api)
+          .t(r.mode)
+          .i_or_null(problem_id(r.problem, r.problem_hash), 0);
+      s.u(start).u(end).u(end - start).i_or_null(stack_id(r.stack), 0).i(int64_t(r.candidates.size()));
+      s.i_or_null(winner_id, 0);
+      if (w)
+        s.i(w->engine).t(w->knobs);
+      else
+        s.null().null();
+      s.u(r.search_workspace).i_or_null(r.align, 0).i(r.plans_rejected).i(r.complete).run();
+      ++rows_;
+    });
+  }
+
+  void execution(const ExecutionItem& x) override {
+    guard([&] {
+      int64_t problem = 0;
+      if (!x.problem->empty()) {
+        auto [it, fresh] = problem_by_ptr_.try_emplace(x.problem, 0);
+        if (fresh) it->second = problem_id(*x.problem, x.problem_hash);
+        problem = it->second;
+      }
+      Batch& s = executions_;
+      s.i(cur_.id).i(process_id_).i(x.tid).u(info_->wall_ns(x.ts_ns)).u(x.dur_ns).i(x.device).i(x.ret).i(x.backend);
+      s.i(x.engine).t(*x.knobs).i_or_null(int64_t(x.workspace), 0).i_or_null(problem, 0).i(x.candidate).run();
+      ++rows_;
+    });
+  }
+
+  void sync(const SyncItem& x) override {
+    guard([&] {
+      ins_sync_.i(cur_.id).i(process_id_).i(x.tid).i(cur_.api_id).u(info_->wall_ns(x.ts_ns)).u(x.dur_ns);
+      ins_sync_.i(x.device).i(x.ret).run();
+      ++rows_;
+    });
+  }
+
+  void failure(const FailureItem& x) override {
+    guard([&] {
+      ins_failure_.i(cur_.id).i(process_id_).i(x.tid).i(cur_.api_id).t(x.library).u(info_->wall_ns(x.ts_ns));
+      ins_failure_.u(x.dur_ns).i(x.device).i(x.ret).i(x.injected).i_or_null(stack_id(x.stack), 0).run();
+      ++rows_;
+    });
+  }
+
+  void fault(const FaultItem& x) override {
+    guard([&] {
+      ins_fault_.i(cur_.id).i(process_id_).i(x.tid).i(cur_.api_id).u(info_->wall_ns(x.ts_ns)).i(x.ret).t(*x.rule);
+      ins_fault_.u(x.k).run();
+      ++rows_;
+    });
+  }
+
+  void allocation(const AllocationItem& a) override {
+    guard([&] {
+      int64_t search = a.search_problem ? problem_id(*a.search_problem, 0) : 0;
+      Batch& s = allocations_;
+      s.i(cur_.id).i(process_id_).i(a.tid).i(cur_.api_id).u(info_->wall_ns(a.ts_ns)).u(a.dur_ns).i(a.device);
+      s.u(a.address).u(a.size).i(a.ok).i(a.ret).i(a.freed);
+      if (a.freed)
+        s.u(info_->wall_ns(a.alloc_ts_ns));
+      else
+        s.null();
+      s.t(*a.owner).i_or_null(search, 0).i_or_null(stack_id(a.stack), 0).run();
+      ++rows_;
+    });
+  }
+
+  void memory(const MemorySample& m) override {
+    guard([&] {
+      memory_.i(cur_.id).i(process_id_).u(info_->wall_ns(m.ts_ns)).i(m.device).t(*m.owner).u(m.owner_bytes);
+      memory_.u(m.total_bytes).run();
+      ++rows_;
+    });
+  }
+
+  void end_process(const ProcessInfo& p) override {
+    guard([&] {
+      flush();
+      const reader::Trace& t = *p.trace;
+      const reader::Process& proc = t.process();
+      const analysis::ProcessTimes* times = nullptr;
+      for (const auto& pt : job_.report.processes) {
+        if (pt.pid == p.pid && pt.host == p.host) times = &pt;
+      }
+      const char* state = t.state() == trace::FileState::kExited     ? "exited"
+                          : t.state() == trace::FileState::kSignaled ? "signaled"
+                          : t.state() == trace::FileState::kExeced   ? "execed"
+                                                                     : "recording";
+      Insert& s = ins_process_;
+      s.i(process_id_).i(p.pid).i_or_null(proc.ppid, 0).t(p.host).i_or_null(p.rank, -1).i_or_null(proc.local_rank, -1);
+      s.i_or_null(proc.world_size, -1).t(times ? times->label : p.label).t(p.command).t(proc.exe).t(t.path()).t(state);
+      s.u(t.start_wall_ns());
+      if (p.events)
+        s.u(p.wall_ns(p.first_ns)).u(p.wall_ns(p.last_ns));
+      else
+        s.null().null();
+      if (times && times->job_start_wall_ns)
+        s.u(times->job_start_wall_ns);
+      else
+        s.null();
+      s.u(p.events).i(int64_t(p.tids.size())).run();
+      ++rows_;
+      if (times) {
+        for (size_t k = 0; k < times->step_wall_ns.size(); ++k) {
+          ins_step_.i(process_id_).i(int64_t(k)).u(times->step_wall_ns[k]).run();
+          ++rows_;
+        }
+      }
+      by_pid_[p.pid].push_back(process_id_);
+    });
+    info_ = nullptr;
+  }
+
+  // After the walk: the analysis's findings, with the processes and problems they concern.
+  void write_findings() {
+    Insert finding(db_, "INSERT INTO findings VALUES (?,?,?,?,?,?,?,?,?)");
+    Insert procs(db_, "INSERT INTO finding_processes VALUES (?,?)");
+    Insert sites(db_, "INSERT INTO finding_call_sites VALUES (?,?,?)");
+    Insert problems(db_, "INSERT INTO finding_problems VALUES (?,?)");
+    int64_t id = 0;
+    for (const auto& f : job_.report.findings) {
+      ++id;
+      std::string evidence = f.evidence.dump();
+      finding.i(id).t(f.rule).t(analysis::severity_name(f.severity)).t(f.title).t(f.message).t(evidence).t(f.fix);
+      finding.d(f.impact_s).i_or_null(int64_t(f.at_wall_ns), 0).run();
+      ++rows_;
+      for (uint32_t pid : f.pids) {
+        auto it = by_pid_.find(pid);
+        if (it == by_pid_.end()) continue;
+        for (int64_t process : it->second) {
+          procs.i(id).i(process).run();
+          ++rows_;
+        }
+      }
+      for (size_t k = 0; k < f.call_sites.size(); ++k) {
+        sites.i(id).i(int64_t(k)).t(f.call_sites[k]).run();
+        ++rows_;
+      }
+      for (const auto& text : f.problems) {
+        problems.i(id).i(problem_id(text, 0)).run();
+        ++rows_;
+      }
+    }
+  }
+
+ private:
+  // Before the trace is gone: batched text points into it.
+  void flush() {
+    calls_.flush();
+    executions_.flush();
+    allocations_.flush();
+    memory_.flush();
+  }
+
+  template <typename Fn>
+  void guard(Fn&& fn) {
+    if (!error_.empty()) return;
+    try {
+      fn();
+    } catch (const SqlError& x) {
+      error_ = x.message;
+    }
+  }
+
+  int64_t intern_api(const std::string& name, const char* library, uint64_t flags) {
+    auto [it, fresh] = apis_.try_emplace(name, 0);
+    if (fresh) {
+      it->second = int64_t(apis_.size());
+      ins_api_.i(it->second).t(name).t(library).u(flags).run();
+      ++rows_;
+    }
+    return it->second;
+  }
+
+  // Problems are shared by the whole job (one id for a layer's problem on every rank), by text.
+  int64_t problem_id(const std::string& text, uint64_t hash) {
+    if (text.empty()) return 0;
+    auto [it, fresh] = problems_.try_emplace(text, 0);
+    if (fresh) {
+      it->second = int64_t(problems_.size());
+      ins_problem_.i(it->second);
+      if (hash)
+        ins_problem_.t(hex(hash));
+      else
+        ins_problem_.null();
+      ins_problem_.t(text).run();
+      ++rows_;
+    }
+    return it->second;
+  }
+
+  int64_t stack_id(uint32_t trace_stack) const {
+    if (trace_stack == 0) return 0;
+    auto it = stack_ids_.find(trace_stack);
+    return it == stack_ids_.end() ? 0 : it->second;
+  }
+
+  // A stack with its frames symbolized offline; `site` is how the analysis's findings cite it
+  // (the application's innermost Python line, then the two innermost native frames).
+  void write_stack(const reader::Trace& t, uint32_t trace_id, const reader::Stack& st) {
+    int64_t id = ++stack_id_;
+    stack_ids_[trace_id] = id;
+    std::vector<std::string> parts = symbols_.describe(t, trace_id, 1, 2);
+    std::string site;
+    for (const auto& part : parts) site += (site.empty() ? "" : " < ") + part;
+    ins_stack_.i(id).i(process_id_).i(trace_id).t(site).i(int64_t(st.python.size())).i(int64_t(st.pcs.size())).run();
+    ++rows_;
+    int64_t depth = 0;
+    for (const auto& f : st.python) {
+      std::string text = reader::Symbolizer::text(f);
+      ins_frame_.i(id).i(depth++).t("python").null().null().t(f.function).t(f.file).i(f.line).t(text).run();
+      ++rows_;
+    }
+    for (size_t k = 0; k < st.pcs.size(); ++k) {
+      ins_frame_.i(id).i(depth++).t("native").u(st.pcs[k]);
+      if (k < st.resolved.size() && !st.resolved[k].empty()) {
+        ins_frame_.null().null().null().null().t(st.resolved[k]).run();
+      } else {
+        reader::Symbol sym = symbols_.resolve(t, st.pcs[k]);
+        std::string text = reader::Symbolizer::text(sym);
+        if (sym.module.empty())
+          ins_frame_.null();
+        else
+          ins_frame_.t(sym.module);
+        if (sym.function.empty())
+          ins_frame_.null();
+        else
+          ins_frame_.t(sym.function);
+        if (sym.file.empty())
+          ins_frame_.null().null();
+        else
+          ins_frame_.t(sym.file).i(sym.line);
+        ins_frame_.t(text).run();
+      }
+      ++rows_;
+    }
+  }
+
+  sqlite3* db_;
+  const ExportJob& job_;
+  std::string error_;
+  uint64_t rows_ = 0, processes_ = 0, events_ = 0;
+  Insert ins_process_, ins_step_, ins_device_, ins_api_, ins_problem_, ins_stack_, ins_frame_, ins_sync_, ins_failure_,
+      ins_fault_, ins_search_, ins_candidate_;
+  Batch calls_, executions_, allocations_, memory_;
+  reader::Symbolizer symbols_;
+  // The process being walked.
+  const ProcessInfo* info_ = nullptr;
+  int64_t process_id_ = 0;
+  CurrentCall cur_;
+  std::vector<int64_t> api_ids_;                                    // the trace's API id -> apis.id
+  std::unordered_map<uint32_t, int64_t> stack_ids_;                 // the trace's stack id -> stacks.id
+  std::unordered_map<const std::string*, int64_t> problem_by_ptr_;  // the trace's problem text -> problems.id
+  // The whole job.
+  std::unordered_map<std::string, int64_t> apis_, problems_;
+  std::unordered_map<uint32_t, std::vector<int64_t>> by_pid_;
+  int64_t call_id_ = 0, search_id_ = 0, candidate_id_ = 0, stack_id_ = 0;
+};
+
+void write_meta(sqlite3* db, const ExportJob& job) {
+  Insert meta(db, "INSERT INTO meta VALUES (?,?)");
+  auto now = std::chrono::system_clock::now();
+  uint64_t now_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count());
+  std::time_t secs = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char iso[32];
+  std::strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  std::string sources = nlohmann::json(job.paths).dump();
+  std::string summary = job.report.summary.dump();
+  std::pair<std::string, std::string> rows[] = {
+      {"cuprobe_version", CUPROBE_VERSION},
+      {"schema_version", std::to_string(kSchemaVersion)},
+      {"trace_format", std::to_string(trace::kVersion)},
+      {"exported_at", iso},
+      {"exported_at_ns", std::to_string(now_ns)},
+      {"sources", sources},
+      {"time_unit", "ns of the traced machines' wall clock (Unix epoch); durations in ns"},
+      {"summary", summary},
+  };
+  for (const auto& [k, v] : rows) meta.t(k).t(v).run();
+}
+
+}  // namespace
+
+Result<ExportStats> export_sqlite(const ExportJob& job, const std::string& out_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // An earlier, interrupted export may have left a file here: a database is never appended to.
+  fs::remove(out_path, ec);
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(out_path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  std::unique_ptr<sqlite3, int (*)(sqlite3*)> db(raw, sqlite3_close_v2);
+  // SQLite's messages are generic ("unable to open database file"); the system's says why.
+  auto why = [&](const std::string& sqlite_message) {
+    int err = raw ? sqlite3_system_errno(raw) : 0;
+    return err ? fmt::format("{} ({})", std::strerror(err), sqlite_message) : sqlite_message;
+  };
+  if (rc != SQLITE_OK) {
+    return Error{fmt::format("cannot create {}: {}", out_path, why(raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)))};
+  }
+  try {
+    // Nothing to roll back to: a failed export is removed, so neither a journal nor syncs are
+    // worth their cost. The page cache is bounded (64 MiB); pages beyond it go to the file.
+    exec(db.get(),
+         "PRAGMA page_size=16384; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; "
+         "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;");
+    exec(db.get(), "BEGIN");
+    exec(db.get(), kSchema);
+  } catch (const SqlError& x) {
+    // SQLite opens the file lazily: a path it cannot create shows here, at its first write.
+    return Error{fmt::format("cannot create {}: {}", out_path, why(x.message))};
+  }
+  ExportStats stats;
+  try {
+    write_meta(db.get(), job);
+    SqliteSink sink(db.get(), job);
+    auto walked = walk_job(job.paths, sink, job.walk);
+    if (!walked) return walked.error();
+    if (!sink.error().empty()) return Error{fmt::format("cannot write {}: {}", out_path, sink.error())};
+    sink.write_findings();
+    Insert warning(db.get(), "INSERT INTO warnings VALUES (NULL,?)");
+    for (const auto& w : job.report.warnings) warning.t(w).run();
+    if (job.walk.warnings) {
+      for (const auto& w : *job.walk.warnings) warning.t(w).run();
+    }
+    exec(db.get(), kIndexes);
+    exec(db.get(), "COMMIT");
+    stats.processes = sink.processes();
+    stats.events = sink.events();
+    stats.items = sink.rows();
+  } catch (const SqlError& x) {
+    return Error{fmt::format("cannot write {}: {}", out_path, x.message)};
+  }
+  db.reset();
+  stats.bytes = fs::file_size(out_path, ec);
+  return stats;
+}
+
+}  // namespace cuprobe::exporter

@@ -1,0 +1,386 @@
+// `cuprobe export --format sqlite` (docs/sql.md) as users run it: the database of a recorded
+// search storm, of rule fixtures (out of memory, two ranks that chose different plans) and of a
+// run under fault mode holds what `cuprobe dump` and `cuprobe analyze --json` say of the same
+// input; every query docs/sql.md shows runs and answers; a file that cannot be created is named
+// with the reason.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "cuprobe/trace_format.h"
+#include "export/export.h"
+#include "support/run.h"
+
+namespace cuprobe::test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kRules = CUPROBE_TEST_RULES_DIR;
+const std::string kFixtures = kRules + "/fixtures";
+
+// A database opened read-only; a statement that fails fails the test.
+class Db {
+ public:
+  explicit Db(const std::string& path) {
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+      ADD_FAILURE() << "cannot open " << path << ": " << sqlite3_errmsg(db_);
+    }
+  }
+  ~Db() { sqlite3_close_v2(db_); }
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+
+  // Every row, each column as text ("NULL" for NULL).
+  std::vector<std::vector<std::string>> rows(const std::string& sql, std::string* error = nullptr) const {
+    std::vector<std::vector<std::string>> out;
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
+      std::string m = sqlite3_errmsg(db_);
+      if (error)
+        *error = m;
+      else
+        ADD_FAILURE() << sql << ": " << m;
+      return out;
+    }
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+      std::vector<std::string> row;
+      for (int c = 0; c < sqlite3_column_count(s); ++c) {
+        const unsigned char* t = sqlite3_column_text(s, c);
+        row.push_back(t ? reinterpret_cast<const char*>(t) : "NULL");
+      }
+      out.push_back(std::move(row));
+    }
+    if (rc != SQLITE_DONE) {
+      std::string m = sqlite3_errmsg(db_);
+      if (error)
+        *error = m;
+      else
+        ADD_FAILURE() << sql << ": " << m;
+    }
+    sqlite3_finalize(s);
+    return out;
+  }
+  int64_t count(const std::string& sql) const {
+    auto r = rows(sql);
+    if (r.empty() || r[0].empty() || r[0][0] == "NULL") return -1;
+    return std::stoll(r[0][0]);
+  }
+  std::string text(const std::string& sql) const {
+    auto r = rows(sql);
+    return r.empty() || r[0].empty() ? "" : r[0][0];
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+// `cuprobe export --format sqlite` of `paths` into a fresh directory; the database's path.
+std::string export_db(const std::vector<std::string>& paths, const std::string& tag) {
+  std::string out = fresh_dir(tag) + "/run.sqlite";
+  std::vector<std::string> cmd = {cuprobe_bin(), "export", "--format", "sqlite", "-q", "-o", out};
+  cmd.insert(cmd.end(), paths.begin(), paths.end());
+  RunResult r = run(cmd);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("wrote " + out), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out + ".part"));
+  return out;
+}
+
+json analyze_json(const std::vector<std::string>& paths) {
+  std::vector<std::string> cmd = {cuprobe_bin(), "analyze", "--json"};
+  cmd.insert(cmd.end(), paths.begin(), paths.end());
+  RunResult r = run(cmd);
+  EXPECT_TRUE(r.status == 0 || r.status == 1) << r.err;
+  try {
+    return json::parse(r.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not JSON: " << r.out.substr(0, 300) << " " << r.err;
+    return json::object();
+  }
+}
+
+std::vector<json> dump_all(const std::vector<std::string>& paths, const std::vector<std::string>& opts = {}) {
+  std::vector<json> all;
+  for (const auto& p : paths) {
+    auto lines = dump(p, opts);
+    all.insert(all.end(), lines.begin(), lines.end());
+  }
+  return all;
+}
+
+size_t lines_of(const std::vector<json>& lines, const std::string& type) {
+  size_t n = 0;
+  for (const auto& l : lines) n += l.value("type", "") == type;
+  return n;
+}
+
+// What every export must agree on with dump and analyze: calls, searches and their candidates,
+// failed calls, bytes allocated, findings (rule ids in the report's order, with their processes),
+// processes with their ranks.
+void expect_matches(const std::string& db_path, const std::vector<std::string>& paths) {
+  Db db(db_path);
+  std::vector<json> lines = dump_all(paths);
+  std::vector<json> searches = dump_all(paths, {"--searches"});
+  json report = analyze_json(paths);
+  const json& summary = report["summary"];
+
+  EXPECT_EQ(db.text("SELECT value FROM meta WHERE key = 'schema_version'"), "1");
+  EXPECT_EQ(db.count("SELECT count(*) FROM calls"), int64_t(lines_of(lines, "call")));
+  EXPECT_EQ(db.count("SELECT sum(events) FROM processes"), int64_t(lines_of(lines, "call")));
+  EXPECT_EQ(db.count("SELECT count(*) FROM calls"), summary["events"].get<int64_t>());
+  EXPECT_EQ(db.count("SELECT count(*) FROM calls WHERE flags & 1"), int64_t(of_type(lines, "sample").size()));
+
+  // Searches, candidates and winners, by problem.
+  size_t candidates = 0, winners = 0;
+  std::map<std::string, int> by_problem;
+  for (const auto& s : searches) {
+    if (s.value("type", "") != "search") continue;
+    candidates += s["candidates"].size();
+    winners += s["winner"].get<int>() >= 0;
+    ++by_problem[s["problem"].get<std::string>()];
+  }
+  EXPECT_EQ(db.count("SELECT count(*) FROM searches"), int64_t(lines_of(searches, "search")));
+  EXPECT_EQ(db.count("SELECT count(*) FROM searches"), summary["searches"].get<int64_t>());
+  EXPECT_EQ(db.count("SELECT count(*) FROM candidates"), int64_t(candidates));
+  EXPECT_EQ(db.count("SELECT count(*) FROM searches WHERE winner_id IS NOT NULL"), int64_t(winners));
+  EXPECT_EQ(db.count("SELECT count(*) FROM candidates WHERE winner = 1"), int64_t(winners));
+  std::map<std::string, int> db_by_problem;
+  for (const auto& r : db.rows("SELECT p.text, count(*) FROM searches s JOIN problems p ON p.id = s.problem_id "
+                               "GROUP BY p.text")) {
+    db_by_problem[r[0]] = std::stoi(r[1]);
+  }
+  EXPECT_EQ(db_by_problem, by_problem);
+
+  // Failed calls: every call that returned an error (cudaErrorNotReady is a query's "not yet";
+  // cudaGetLastError returns an earlier call's) is a failure, a failed synchronization or a
+  // failed plan execution.
+  std::set<std::string> error_state;
+  for (const auto& r : db.rows(fmt::format("SELECT name FROM apis WHERE flags & {}", trace::kApiError))) {
+    error_state.insert(r[0]);
+  }
+  int64_t failed = 0, failed_any = 0;
+  for (const auto& l : lines) {
+    if (l.value("type", "") != "call") continue;
+    int ret = l["ret"].get<int>();
+    failed_any += ret != 0 && ret != 600;
+    failed += ret != 0 && ret != 600 && !error_state.count(l["api"].get<std::string>());
+  }
+  EXPECT_EQ(db.count("SELECT (SELECT count(*) FROM failures) + (SELECT count(*) FROM syncs WHERE ret != 0) + "
+                     "(SELECT count(*) FROM executions WHERE ret != 0)"),
+            failed);
+  EXPECT_EQ(db.count("SELECT count(*) FROM calls WHERE ret NOT IN (0, 600)"), failed_any);
+
+  // Bytes allocated, per process.
+  std::map<std::string, int64_t> allocated;
+  for (const auto& p : summary["per_process"]) {
+    int64_t bytes = 0;
+    for (const auto& m : p["memory"]) bytes += m["allocated"].get<int64_t>();
+    allocated[std::to_string(p["pid"].get<int64_t>())] += bytes;
+  }
+  std::map<std::string, int64_t> db_allocated;
+  for (const auto& r : db.rows("SELECT p.pid, coalesce(sum(a.size), 0) FROM processes p LEFT JOIN allocations a "
+                               "ON a.process_id = p.id AND a.ok AND NOT a.freed GROUP BY p.id")) {
+    db_allocated[r[0]] += std::stoll(r[1]);
+  }
+  EXPECT_EQ(db_allocated, allocated);
+
+  // Findings in the report's order, with their processes.
+  std::vector<std::string> rules, db_rules;
+  for (const auto& f : report["findings"]) rules.push_back(f["rule"].get<std::string>());
+  for (const auto& r : db.rows("SELECT rule FROM findings ORDER BY id")) db_rules.push_back(r[0]);
+  EXPECT_EQ(db_rules, rules);
+  size_t k = 0;
+  for (const auto& f : report["findings"]) {
+    ++k;
+    std::set<std::string> pids, db_pids;
+    for (const auto& pid : f["pids"]) pids.insert(std::to_string(pid.get<int64_t>()));
+    for (const auto& r : db.rows("SELECT p.pid FROM finding_processes fp JOIN processes p ON p.id = fp.process_id "
+                                 "WHERE fp.finding_id = " +
+                                 std::to_string(k))) {
+      db_pids.insert(r[0]);
+    }
+    EXPECT_EQ(db_pids, pids) << f["rule"];
+    EXPECT_EQ(db.count("SELECT count(*) FROM finding_call_sites WHERE finding_id = " + std::to_string(k)),
+              int64_t(f["call_sites"].size()));
+    EXPECT_EQ(json::parse(db.text("SELECT evidence FROM findings WHERE id = " + std::to_string(k))), f["evidence"]);
+  }
+
+  // Processes with their ranks.
+  std::set<std::pair<std::string, std::string>> ranks, db_ranks;
+  for (const auto& p : summary["per_process"]) {
+    int rank = p["rank"].get<int>();
+    ranks.insert({std::to_string(p["pid"].get<int64_t>()), rank < 0 ? "NULL" : std::to_string(rank)});
+  }
+  for (const auto& r : db.rows("SELECT pid, rank FROM processes")) db_ranks.insert({r[0], r[1]});
+  EXPECT_EQ(db_ranks, ranks);
+}
+
+// The bundled example's search storm (scripts/demo.sh); with `ranks`, a second rank as docs/sql.md
+// records it: plans picked by heuristics, every problem searched twice, engine 0's plans rejected
+// by fault mode.
+std::vector<std::string> storm(bool ranks) {
+  std::vector<std::string> runs;
+  std::string dir = fresh_dir("storm");
+  std::string exe = build_path("examples/simulated_storm");
+  RunResult r =
+      record(dir + "/rank0", {exe, "--benchmark", "--bwd", "--shapes", "12", "--steps", "20"}, {{"RANK", "0"}});
+  EXPECT_EQ(r.status, 0) << r.err;
+  runs.push_back(dir + "/rank0");
+  if (ranks) {
+    r = record(dir + "/rank1", {exe, "--bwd", "--shapes", "12", "--steps", "20", "--repeat", "2"}, {{"RANK", "1"}},
+               {"-q", "--fault", "cudnn-finalize:NOT_SUPPORTED,engine=0"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    runs.push_back(dir + "/rank1");
+  }
+  return runs;
+}
+
+TEST(SqliteExport, SearchStormMatchesDumpAndAnalysis) {
+  std::vector<std::string> runs = storm(false);
+  std::string path = export_db(runs, "sqlite-storm");
+  expect_matches(path, runs);
+  Db db(path);
+  // 12 shapes, forward and both backward convolutions: 36 problems, each searched once.
+  EXPECT_EQ(db.count("SELECT count(*) FROM problems WHERE id IN (SELECT problem_id FROM searches)"), 36);
+  EXPECT_EQ(db.count("SELECT count(*) FROM searches WHERE mode = 'benchmark'"), 36);
+  EXPECT_GT(db.count("SELECT count(*) FROM candidates WHERE time_ms IS NOT NULL"), 36);
+  // The winner's executions (20 steps) are the application's; the timed runs are candidates.
+  EXPECT_GE(db.count("SELECT count(*) FROM executions WHERE NOT candidate"), 36 * 20);
+  EXPECT_GT(db.count("SELECT count(*) FROM executions WHERE candidate"), 0);
+  EXPECT_GT(db.count("SELECT count(*) FROM syncs"), 0);
+  // Every item row points at its call, and the call's API is the item's.
+  EXPECT_EQ(db.count("SELECT count(*) FROM executions e LEFT JOIN calls c ON c.id = e.call_id "
+                     "WHERE c.id IS NULL OR c.ts_ns != e.ts_ns OR c.tid != e.tid"),
+            0);
+  EXPECT_EQ(db.count("SELECT count(*) FROM syncs s JOIN calls c ON c.id = s.call_id WHERE c.api_id = s.api_id"),
+            db.count("SELECT count(*) FROM syncs"));
+  // Wall-clock times: within the recording's span, after its start.
+  EXPECT_EQ(db.count("SELECT count(*) FROM calls c JOIN processes p ON p.id = c.process_id "
+                     "WHERE c.ts_ns < p.start_ns OR c.ts_ns > p.last_ns"),
+            0);
+  EXPECT_GT(db.count("SELECT min(ts_ns) FROM calls"), int64_t(1'600'000'000) * 1'000'000'000);
+  std::string kinds = db.text(
+      "SELECT group_concat(name) FROM (SELECT name FROM sqlite_master WHERE type = 'index' "
+      "AND name IN ('calls_stack', 'searches_problem', 'candidates_search') ORDER BY name)");
+  EXPECT_EQ(kinds, "calls_stack,candidates_search,searches_problem");
+}
+
+TEST(SqliteExport, OutOfMemoryFixturesMatchDumpAndAnalysis) {
+  for (const auto& entry : fs::directory_iterator(kFixtures + "/oom-postmortem/fire")) {
+    SCOPED_TRACE(entry.path().string());
+    std::vector<std::string> paths = {entry.path().string()};
+    std::string path = export_db(paths, "sqlite-oom");
+    expect_matches(path, paths);
+    Db db(path);
+    EXPECT_GT(db.count("SELECT count(*) FROM findings WHERE rule = 'oom-postmortem'"), 0);
+    // Failed allocation requests (killed.jsonl has none: the kernel's OOM killer ended it).
+    int64_t refused = 0;
+    for (const auto& l : of_type(dump(paths[0]), "call")) {
+      std::string api = l["api"].get<std::string>();
+      refused += l["ret"].get<int>() != 0 && (api.find("Malloc") != std::string::npos ||
+                                              api.find("MemAlloc") != std::string::npos || api == "cuMemCreate");
+    }
+    EXPECT_EQ(db.count("SELECT count(*) FROM allocations WHERE NOT ok"), refused);
+    if (entry.path().filename() != "killed.jsonl") {
+      EXPECT_GT(refused, 0);
+    }
+    EXPECT_EQ(db.count("SELECT count(*) FROM allocations WHERE NOT ok"),
+              db.count("SELECT count(*) FROM failures f JOIN allocations a ON a.call_id = f.call_id"));
+    // Memory samples follow the allocations: the last total of a device is what is still live.
+    EXPECT_GT(db.count("SELECT count(*) FROM memory"), 0);
+  }
+}
+
+TEST(SqliteExport, RanksThatChoseDifferentPlans) {
+  std::vector<std::string> paths = {kFixtures + "/algo-divergence/fire/rank0.jsonl",
+                                    kFixtures + "/algo-divergence/fire/rank1.jsonl"};
+  std::string path = export_db(paths, "sqlite-ranks");
+  expect_matches(path, paths);
+  Db db(path);
+  EXPECT_EQ(db.rows("SELECT rank, host FROM processes ORDER BY rank"),
+            (std::vector<std::vector<std::string>>{{"0", "node0"}, {"1", "node1"}}));
+  EXPECT_EQ(db.count("SELECT count(DISTINCT fp.process_id) FROM findings f JOIN finding_processes fp "
+                     "ON fp.finding_id = f.id WHERE f.rule = 'algo-divergence'"),
+            2);
+  // One problem id for the layer on both ranks, whose winners differ.
+  EXPECT_GT(
+      db.count("SELECT count(*) FROM (SELECT s.problem_id FROM searches s JOIN processes p ON p.id = s.process_id "
+               "GROUP BY s.problem_id HAVING count(DISTINCT p.rank) = 2 AND count(DISTINCT s.winner_engine || "
+               "'/' || s.winner_knobs) > 1)"),
+      0);
+}
+
+TEST(SqliteExport, InjectedFaults) {
+  std::string dir = fresh_dir("sqlite-faults-run");
+  std::vector<std::string> argv = {program("fault_probe")};
+  for (int k = 0; k < 6; ++k) argv.push_back("malloc:100");
+  RunResult r = record(dir, argv, {}, {"-q", "--fault", "alloc:OOM,every=2"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<std::string> paths = {dir};
+  std::string path = export_db(paths, "sqlite-faults");
+  expect_matches(path, paths);
+  size_t injected = 0;
+  for (const auto& l : dump(dir)) injected += l.value("type", "") == "call" && l.contains("injected");
+  ASSERT_EQ(injected, 3u);
+  Db db(path);
+  EXPECT_EQ(db.rows("SELECT a.name, f.ret, f.k FROM faults f JOIN apis a ON a.id = f.api_id ORDER BY f.ts_ns"),
+            (std::vector<std::vector<std::string>>{
+                {"cudaMalloc", "2", "2"}, {"cudaMalloc", "2", "4"}, {"cudaMalloc", "2", "6"}}));
+  EXPECT_EQ(db.count("SELECT count(*) FROM calls WHERE flags & 2"), 3);
+  EXPECT_EQ(db.count("SELECT count(*) FROM failures WHERE injected"), 3);
+  EXPECT_EQ(db.count("SELECT count(*) FROM allocations WHERE NOT ok"), 3);
+  EXPECT_EQ(db.count("SELECT count(*) FROM allocations WHERE ok AND NOT freed"), 3);
+}
+
+// Every ```sql block of docs/sql.md, run against a two-rank storm: valid, and with an answer.
+TEST(SqliteExport, DocumentedQueriesRunAndAnswer) {
+  std::ifstream doc(kRules + "/../docs/sql.md");
+  ASSERT_TRUE(doc) << "docs/sql.md";
+  std::vector<std::string> queries;
+  std::string line, current;
+  bool in_sql = false;
+  while (std::getline(doc, line)) {
+    if (!in_sql && line.rfind("```sql", 0) == 0) {
+      in_sql = true;
+      current.clear();
+    } else if (in_sql && line.rfind("```", 0) == 0) {
+      in_sql = false;
+      queries.push_back(current);
+    } else if (in_sql) {
+      current += line + "\n";
+    }
+  }
+  ASSERT_GE(queries.size(), 5u);
+  std::vector<std::string> runs = storm(true);
+  Db db(export_db(runs, "sqlite-docs"));
+  for (const auto& q : queries) {
+    std::string error;
+    auto rows = db.rows(q, &error);
+    EXPECT_EQ(error, "") << q;
+    EXPECT_FALSE(rows.empty()) << "no rows from:\n" << q;
+  }
+}
+
+TEST(SqliteExport, NamesTheFileItCannotCreate) {
+  exporter::ExportJob job;
+  job.paths = {kFixtures + "/algo-divergence/fire/rank0.jsonl"};
+  for (const std::string& where : {std::string("/proc/cuprobe-test.sqlite"), fresh_dir("sqlite-dir")}) {
+    if (where != "/proc/cuprobe-test.sqlite") std::ofstream(where + "/keep") << "x";  // a directory in the way
+    auto stats = exporter::export_sqlite(job, where);
+    ASSERT_FALSE(stats) << where;
+    EXPECT_NE(stats.error().message.find("cannot create " + where + ": "), std::string::npos) << stats.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace cuprobe::test
