@@ -22,3 +22,7 @@ echo
 echo "== cuprobe analyze $run"
 # Findings make analyze exit 1 (for CI gates); here they are the expected result.
 "$cuprobe" analyze "$run" || [ $? -eq 1 ]
+echo
+echo "== cuprobe report -o $root/build/demo-report.html $run"
+"$cuprobe" report -o "$root/build/demo-report.html" "$run"
+echo "Open build/demo-report.html in a browser (one file, no network needed); docs/export.md has the other views."
