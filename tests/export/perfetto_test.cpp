@@ -41,19 +41,6 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
-json analyze_json(const std::vector<std::string>& paths) {
-  std::vector<std::string> cmd = {cuprobe_bin(), "analyze", "--json"};
-  cmd.insert(cmd.end(), paths.begin(), paths.end());
-  RunResult r = run(cmd);
-  EXPECT_TRUE(r.status == 0 || r.status == 1) << r.err;
-  try {
-    return json::parse(r.out);
-  } catch (const std::exception&) {
-    ADD_FAILURE() << "analyze --json is not JSON: " << r.out.substr(0, 300) << r.err;
-    return json::object();
-  }
-}
-
 // Runs `cuprobe export --format FORMAT -o OUT PATHS...`; returns OUT.
 std::string export_to(const std::string& format, const std::string& tag, const std::vector<std::string>& paths) {
   std::string out = fresh_dir(tag) + (format == "chrome" ? "/run.json" : "/run.pftrace");

@@ -123,19 +123,6 @@ std::string escaped(const std::string& s) {
   return out;
 }
 
-json analyze(const std::vector<std::string>& paths) {
-  std::vector<std::string> cmd = {cuprobe_bin(), "analyze", "--json"};
-  cmd.insert(cmd.end(), paths.begin(), paths.end());
-  RunResult r = run(cmd);
-  EXPECT_TRUE(r.status == 0 || r.status == 1) << r.err;
-  try {
-    return json::parse(r.out);
-  } catch (const std::exception&) {
-    ADD_FAILURE() << "analyze --json: not JSON: " << r.out.substr(0, 500) << r.err;
-    return json::object();
-  }
-}
-
 std::string write_report(const std::vector<std::string>& paths, const std::string& tag) {
   std::string out = fresh_dir("report-" + tag) + "/report.html";
   std::vector<std::string> cmd = {cuprobe_bin(), "report", "-q", "-o", out};
@@ -188,7 +175,7 @@ TEST(ReportHtml, SearchStormOfTheBundledExampleOpensInChromium) {
   RunResult rec = record(run_dir, {build_path("examples/simulated_storm"), "--benchmark", "--bwd", "--shapes", "12",
                                    "--steps", "20"});
   ASSERT_EQ(rec.status, 0) << rec.err;
-  json analysis = analyze({run_dir});
+  json analysis = analyze_json({run_dir});
   std::string page = write_report({run_dir}, "storm");
   Dom dom = open_in_chromium(page, "storm");
   expect_clean_page(dom, analysis);
@@ -211,7 +198,7 @@ TEST(ReportHtml, SearchStormOfTheBundledExampleOpensInChromium) {
 
 TEST(ReportHtml, OutOfMemoryIsMarkedOnTheDevicesChart) {
   std::string fixture = kFixtures + "/oom-postmortem/fire/out_of_memory.jsonl";
-  json analysis = analyze({fixture});
+  json analysis = analyze_json({fixture});
   std::string page = write_report({fixture}, "oom");
   Dom dom = open_in_chromium(page, "oom");
   expect_clean_page(dom, analysis);
@@ -230,7 +217,7 @@ TEST(ReportHtml, OutOfMemoryIsMarkedOnTheDevicesChart) {
 TEST(ReportHtml, RanksThatChoseDifferentPlansAreTabled) {
   std::vector<std::string> ranks = {kFixtures + "/algo-divergence/fire/rank0.jsonl",
                                     kFixtures + "/algo-divergence/fire/rank1.jsonl"};
-  json analysis = analyze(ranks);
+  json analysis = analyze_json(ranks);
   std::string page = write_report(ranks, "divergence");
   Dom dom = open_in_chromium(page, "divergence");
   expect_clean_page(dom, analysis);

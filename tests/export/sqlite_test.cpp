@@ -96,19 +96,6 @@ std::string export_db(const std::vector<std::string>& paths, const std::string& 
   return out;
 }
 
-json analyze_json(const std::vector<std::string>& paths) {
-  std::vector<std::string> cmd = {cuprobe_bin(), "analyze", "--json"};
-  cmd.insert(cmd.end(), paths.begin(), paths.end());
-  RunResult r = run(cmd);
-  EXPECT_TRUE(r.status == 0 || r.status == 1) << r.err;
-  try {
-    return json::parse(r.out);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not JSON: " << r.out.substr(0, 300) << " " << r.err;
-    return json::object();
-  }
-}
-
 std::vector<json> dump_all(const std::vector<std::string>& paths, const std::vector<std::string>& opts = {}) {
   std::vector<json> all;
   for (const auto& p : paths) {

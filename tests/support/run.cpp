@@ -170,6 +170,19 @@ RunResult record(const std::string& dir, const std::vector<std::string>& argv, c
   return run(cmd, shim_env(env));
 }
 
+nlohmann::json analyze_json(const std::vector<std::string>& paths) {
+  std::vector<std::string> cmd = {cuprobe_bin(), "analyze", "--json"};
+  cmd.insert(cmd.end(), paths.begin(), paths.end());
+  RunResult r = run(cmd);
+  EXPECT_TRUE(r.status == 0 || r.status == 1) << r.err;
+  try {
+    return nlohmann::json::parse(r.out);
+  } catch (const std::exception&) {
+    ADD_FAILURE() << "cuprobe analyze --json did not write JSON: " << r.out.substr(0, 500) << r.err;
+    return nlohmann::json::object();
+  }
+}
+
 std::vector<nlohmann::json> dump(const std::string& path, const std::vector<std::string>& opts) {
   std::vector<std::string> cmd = {cuprobe_bin(), "dump"};
   cmd.insert(cmd.end(), opts.begin(), opts.end());

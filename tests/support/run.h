@@ -52,6 +52,10 @@ RunResult record(const std::string& dir, const std::vector<std::string>& argv, c
 // `cuprobe dump PATH` parsed line by line (fails the test on a line that is not JSON).
 std::vector<nlohmann::json> dump(const std::string& path, const std::vector<std::string>& opts = {});
 
+// `cuprobe analyze --json PATHS...` parsed (fails the test when it does not run or is not JSON;
+// findings, exit status 1, are not a failure).
+nlohmann::json analyze_json(const std::vector<std::string>& paths);
+
 // Lines of one type ("process", "call", "count", "crash"), optionally of one API. "call" is the
 // program's own calls; "sample" the memory samples the shim took itself (call lines with
 // "sample": true).
