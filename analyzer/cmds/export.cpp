@@ -1,6 +1,7 @@
 // `cuprobe export` (a job's timeline as a Perfetto trace, Chrome JSON or a SQLite database) and
 // `cuprobe report` (one self-contained HTML file). Both analyze the job first (the findings are
 // part of what they show), then stream its traces once into the writer (export/export.h).
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,11 +28,11 @@ trace of the same run uses, so the two line up side by side.
 
 Formats:
   perfetto   Perfetto's protobuf trace (open at https://ui.perfetto.dev, or with
-             trace_processor): a process track per traced process (host, rank, pid), a track per
-             thread with slices for cuDNN plan selections (benchmark searches, each candidate's
-             time as arguments), executions (engine, knobs, workspace), synchronizations and
-             failed calls; counter tracks of device memory per device and owner; instant events
-             for injected faults and for each finding. Streams: any size.
+             trace_processor): a process track per traced process (host, rank, pid); per thread
+             a track of executions (engine, knobs, workspace), synchronizations and failed calls,
+             and one of cuDNN plan selections (benchmark searches, each candidate's time as
+             arguments); counter tracks of device memory per device and owner; instant events for
+             injected faults and for each finding. Streams: any size.
   chrome     the same as Chrome's JSON trace events (chrome://tracing, Perfetto's legacy
              importer); for small runs only: JSON of a few hundred MB is more than a browser
              opens.
@@ -100,6 +101,37 @@ class ProgressLine {
   bool shown_ = false;
 };
 
+// The partial output, removed when the export is stopped by a signal (Ctrl-C, a job's time
+// limit): written before the handlers are installed, read only by them.
+char g_partial[4096];
+
+void remove_partial_and_die(int sig) {
+  if (g_partial[0] != '\0') unlink(g_partial);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+// Installs the handlers for the duration of a write.
+class PartialFileGuard {
+ public:
+  explicit PartialFileGuard(const std::string& path) {
+    if (path.size() >= sizeof g_partial) return;  // not removed on a signal; nothing else changes
+    std::copy(path.begin(), path.end(), g_partial);
+    g_partial[path.size()] = '\0';
+    for (size_t i = 0; i < kCount; ++i) old_[i] = signal(kSignals[i], remove_partial_and_die);
+  }
+  ~PartialFileGuard() {
+    if (g_partial[0] == '\0') return;
+    for (size_t i = 0; i < kCount; ++i) signal(kSignals[i], old_[i]);
+    g_partial[0] = '\0';
+  }
+
+ private:
+  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+  static constexpr size_t kCount = sizeof kSignals / sizeof kSignals[0];
+  sighandler_t old_[kCount] = {};
+};
+
 struct Common {
   analysis::AnalyzeOptions analyze;
   std::string output;
@@ -142,6 +174,7 @@ int run_writer(const char* what, Common& c,
   // Written next to the output and renamed over it at the end: an interrupted export leaves no
   // half-written file under the name asked for.
   std::string tmp = c.output + ".part";
+  PartialFileGuard guard(tmp);
   auto stats = writer(job, tmp);
   progress.done();
   if (!stats) {
