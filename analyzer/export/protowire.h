@@ -4,8 +4,8 @@
 // cannot link libprotobuf; what Perfetto's trace format needs of the wire format is this much.
 //
 // Contract: begin() returns a mark that must be passed to end() in LIFO order; lengths are
-// encoded minimally (the payload is moved back over the unused bytes of the 5 reserved), so the
-// output is what libprotobuf would write for the same fields in the same order.
+// encoded minimally (a payload of 128 bytes or more is moved up to make room for its length), so
+// the output is what libprotobuf would write for the same fields in the same order.
 #pragma once
 
 #include <cstdint>
@@ -52,22 +52,27 @@ class Writer {
     size_ += s.size();
   }
 
-  // A nested message: fields written until end(mark) belong to it.
+  // A nested message: fields written until end(mark) belong to it. One byte is kept for its
+  // length, which is enough for most (annotations, events); a longer message is moved up by the
+  // bytes its length needs beyond that.
   size_t begin(uint32_t field) {
-    reserve(10 + kReserved);
+    reserve(11);
     tag(field, kLengthDelimited);
     size_t mark = size_;
-    size_ += kReserved;
+    size_ += 1;
     return mark;
   }
   void end(size_t mark) {
-    size_t len = size_ - mark - kReserved;
-    char enc[10];
-    size_t n = encode(uint64_t(len), enc);  // lengths stay below 2^35: at most 5 bytes
-    if (n < kReserved) {
-      std::memmove(buf_.get() + mark + n, buf_.get() + mark + kReserved, len);
-      size_ -= kReserved - n;
+    size_t len = size_ - mark - 1;
+    if (len < 0x80) {
+      buf_[mark] = char(len);
+      return;
     }
+    char enc[10];
+    size_t n = encode(uint64_t(len), enc);
+    reserve(n - 1);
+    std::memmove(buf_.get() + mark + n, buf_.get() + mark + 1, len);
+    size_ += n - 1;
     std::memcpy(buf_.get() + mark, enc, n);
   }
 
@@ -87,7 +92,6 @@ class Writer {
   }
 
  private:
-  static constexpr size_t kReserved = 5;
   // Callers reserve room first; the writes below then need no checks (the buffer only grows).
   void reserve(size_t n) {
     if (size_ + n <= cap_) return;
