@@ -19,6 +19,10 @@ struct ExportJob {
   std::vector<std::string> symbol_dirs;  // --symbols: where else the traced binaries are
 };
 
+// The analysis's record of a walked process (its label, step starts), matched by pid and host;
+// nullptr when the analysis has none.
+const analysis::ProcessTimes* times_of(const ExportJob& job, const ProcessInfo& p);
+
 // What a writer wrote, for the command's closing line.
 struct ExportStats {
   uint64_t processes = 0;

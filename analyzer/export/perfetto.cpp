@@ -99,50 +99,29 @@ class Args {
  public:
   void clear() { v_.clear(); }
   Args& str(const char* name, std::string_view s, bool intern = false) {
-    Arg a;
-    a.name = name;
+    Arg& a = add(Arg::kString, name);
     a.s = s;
     a.intern = intern;
-    v_.push_back(a);
     return *this;
   }
   Args& i64(const char* name, int64_t i) {
-    Arg a;
-    a.kind = Arg::kInt;
-    a.name = name;
-    a.i = i;
-    v_.push_back(a);
+    add(Arg::kInt, name).i = i;
     return *this;
   }
   Args& u64(const char* name, uint64_t u) {
-    Arg a;
-    a.kind = Arg::kUint;
-    a.name = name;
-    a.u = u;
-    v_.push_back(a);
+    add(Arg::kUint, name).u = u;
     return *this;
   }
   Args& dbl(const char* name, double d) {
-    Arg a;
-    a.kind = Arg::kDouble;
-    a.name = name;
-    a.d = d;
-    v_.push_back(a);
+    add(Arg::kDouble, name).d = d;
     return *this;
   }
   Args& boolean(const char* name, bool b) {
-    Arg a;
-    a.kind = Arg::kBool;
-    a.name = name;
-    a.u = b ? 1 : 0;
-    v_.push_back(a);
+    add(Arg::kBool, name).u = b ? 1 : 0;
     return *this;
   }
   Args& open(Arg::Kind kind, const char* name) {
-    Arg a;
-    a.kind = kind;
-    a.name = name;
-    v_.push_back(a);
+    add(kind, name);
     return *this;
   }
   Args& end() { return open(Arg::kEnd, nullptr); }
@@ -157,6 +136,12 @@ class Args {
   const std::vector<Arg>& items() const { return v_; }
 
  private:
+  Arg& add(Arg::Kind kind, const char* name) {
+    Arg& a = v_.emplace_back();
+    a.kind = kind;
+    a.name = name;
+    return a;
+  }
   std::vector<Arg> v_;
 };
 
@@ -841,10 +826,8 @@ class TimelineWriter : public TimelineSink {
   // The analysis's name of the process (what `cuprobe analyze` and the report call it), else the
   // timeline's.
   const std::string& label(const ProcessInfo& p) const {
-    for (const auto& t : job_.report.processes) {
-      if (t.pid == p.pid && t.host == p.host && !t.label.empty()) return t.label;
-    }
-    return p.label;
+    const analysis::ProcessTimes* t = times_of(job_, p);
+    return t != nullptr && !t->label.empty() ? t->label : p.label;
   }
 
   uint64_t wall(uint64_t mono_ns) const { return info_ != nullptr ? info_->wall_ns(mono_ns) : mono_ns; }

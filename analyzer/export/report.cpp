@@ -193,8 +193,8 @@ std::string duration_text(int64_t ns) {
 
 class ReportSink : public TimelineSink {
  public:
-  ReportSink(const analysis::Report& report, uint64_t origin, int64_t buckets)
-      : report_(report), grid_(origin, buckets) {}
+  ReportSink(const ExportJob& job, uint64_t origin, int64_t buckets)
+      : job_(job), report_(job.report), grid_(origin, buckets) {}
 
   void begin_process(const ProcessInfo& p) override {
     info_ = &p;
@@ -205,11 +205,9 @@ class ReportSink : public TimelineSink {
     row.host = p.host;
     row.label = p.label;
     row.command = p.command;
-    for (const auto& t : report_.processes) {
-      if (t.pid == p.pid && t.host == p.host) {
-        row.label = t.label.empty() ? row.label : t.label;
-        row.lane.steps = t.step_wall_ns;
-      }
+    if (const analysis::ProcessTimes* t = times_of(job_, p)) {
+      if (!t->label.empty()) row.label = t->label;
+      row.lane.steps = t->step_wall_ns;
     }
     row.lane.per_step.assign(row.lane.steps.size() + 1, 0);
     rows_.push_back(std::move(row));
@@ -568,6 +566,7 @@ class ReportSink : public TimelineSink {
     return out;
   }
 
+  const ExportJob& job_;
   const analysis::Report& report_;
   Grid grid_;
   const ProcessInfo* info_ = nullptr;
@@ -600,7 +599,7 @@ Result<ExportStats> write_report(const ExportJob& job, const std::string& out_pa
     for (const auto& p : job.report.summary["per_process"]) charts += int64_t(p.value("memory", json::array()).size());
   }
   int64_t buckets = charts > 0 ? std::clamp(kPointBudget / charts, kMinBuckets, kMaxBuckets) : kMaxBuckets;
-  ReportSink sink(job.report, origin, buckets);
+  ReportSink sink(job, origin, buckets);
   auto walked = walk_job(job.paths, sink, job.walk);
   if (!walked) return walked.error();
   return sink.write(out_path);

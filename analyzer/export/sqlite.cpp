@@ -450,10 +450,7 @@ class SqliteSink : public TimelineSink {
       flush();
       const reader::Trace& t = *p.trace;
       const reader::Process& proc = t.process();
-      const analysis::ProcessTimes* times = nullptr;
-      for (const auto& pt : job_.report.processes) {
-        if (pt.pid == p.pid && pt.host == p.host) times = &pt;
-      }
+      const analysis::ProcessTimes* times = times_of(job_, p);
       const char* state = t.state() == trace::FileState::kExited     ? "exited"
                           : t.state() == trace::FileState::kSignaled ? "signaled"
                           : t.state() == trace::FileState::kExeced   ? "execed"

@@ -1,6 +1,8 @@
 // The job's timeline as typed items; see timeline.h.
 #include "export/timeline.h"
 
+#include "export/export.h"
+
 #include <chrono>
 #include <deque>
 #include <map>
@@ -250,6 +252,13 @@ void walk_trace(const reader::Trace& trace, TimelineSink& sink, const WalkOption
                 uint64_t total) {
   Walker(trace, sink, options, done_before, total ? total : done_before + trace.call_records()).run();
   trace.release_events();
+}
+
+const analysis::ProcessTimes* times_of(const ExportJob& job, const ProcessInfo& p) {
+  for (const auto& t : job.report.processes) {
+    if (t.pid == p.pid && t.host == p.host) return &t;
+  }
+  return nullptr;
 }
 
 Result<bool> walk_job(const std::vector<std::string>& paths, TimelineSink& sink, const WalkOptions& options) {
