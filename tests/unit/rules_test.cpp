@@ -247,11 +247,50 @@ TEST(Rules, DivergenceAtKnobLevelWithTheSameConfigurationIsTimingNoise) {
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].evidence["cause"], "timing noise among near-equal candidates");
   EXPECT_EQ(findings[0].severity, Severity::kInfo);
-  // The disturbed measurement of fire/: the same configuration, chosen plans clearly apart.
+  // fire/: the same configuration, a rank that took the engine its own search timed 30% slower.
   auto clear = run(fixtures_in("algo-divergence/fire"), "algo-divergence");
   ASSERT_EQ(clear.size(), 1u);
   EXPECT_EQ(clear[0].evidence["cause"], "clearly different plans");
   EXPECT_EQ(clear[0].severity, Severity::kWarning);
+}
+
+// Measured on one H200 shared by two healthy DDP ranks: every differing problem's timings
+// contradict, and each rank's timing of its own choices adds up to more than slower_share apart.
+// That is noise unless one rank timed the candidates both timed systematically slower.
+TEST(Rules, DivergenceWithContradictingTimingsIsNoiseUnlessOneSearchWasDisturbed) {
+  auto noise = run(fixtures_in("algo-divergence/quiet/contradicting-timings"), "algo-divergence");
+  ASSERT_EQ(noise.size(), 1u);
+  const Finding& n = noise[0];
+  EXPECT_EQ(n.severity, Severity::kInfo) << n.message;
+  EXPECT_EQ(n.evidence["cause"], "timing noise among near-equal candidates");
+  EXPECT_GT(n.evidence["chosen_plans_spread"].get<double>(), 0.1);  // the totals are apart...
+  EXPECT_EQ(n.evidence["measurements_contradict"], n.evidence["diverging"]);
+  EXPECT_NEAR(n.evidence["measurement_scale"].get<double>(), 1.0, 0.01);  // ...the timings alike
+  EXPECT_NE(n.message.find("16.7% apart by its own timing"), std::string::npos) << n.message;
+
+  auto disturbed = run(fixtures_in("algo-divergence/fire/disturbed-search"), "algo-divergence");
+  ASSERT_EQ(disturbed.size(), 1u);
+  const Finding& d = disturbed[0];
+  EXPECT_EQ(d.severity, Severity::kWarning) << d.message;
+  EXPECT_EQ(d.evidence["cause"], "clearly different plans");
+  EXPECT_NEAR(d.evidence["measurement_scale"].get<double>(), 1.3, 0.01);
+  EXPECT_NE(d.message.find("rank 1 (pid 1351 on host node0) timed the candidates it shared with rank 0 (pid 1350 on host "
+                           "node0) a median 30% slower"),
+            std::string::npos)
+      << d.message;
+
+  // Fewer candidates timed by both than min_common_candidates: the timings cannot be compared,
+  // and the contradiction stands (noise).
+  AnalyzeOptions o;
+  o.paths = fixtures_in("algo-divergence/fire/disturbed-search");
+  o.rule_dirs = {kRules};
+  o.only_rules = {"algo-divergence"};
+  o.settings = {"algo-divergence.min_common_candidates=100"};
+  auto r = analyze(o);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->findings.size(), 1u);
+  EXPECT_EQ(r->findings[0].severity, Severity::kInfo) << r->findings[0].message;
+  EXPECT_EQ(r->findings[0].evidence["measurement_scale"], 0);
 }
 
 std::vector<std::string> kinds_of(const std::vector<Finding>& findings) {

@@ -71,6 +71,37 @@ bool measured_both(const ProcessFacts& p, uint64_t hash, const Choice& a, const 
   return false;
 }
 
+// Every candidate a process's searches timed, by problem, engine and knobs: its fastest timing.
+using Timings = std::map<std::tuple<uint64_t, int64_t, std::string>, double>;
+Timings timings_of(const ProcessFacts& p) {
+  Timings out;
+  for (const auto& s : p.searches) {
+    for (const auto& c : s.candidates) {
+      if (c.time_ms <= 0) continue;
+      auto [it, fresh] = out.try_emplace({s.problem_hash, c.engine, c.knobs}, c.time_ms);
+      if (!fresh) it->second = std::min(it->second, c.time_ms);
+    }
+  }
+  return out;
+}
+
+// How much slower process a measured than process b, typically: the median ratio of their times
+// for the candidates both timed (1.0: the same; 1.3: a measured 30% slower). 0 when fewer than
+// `min_common` candidates were timed by both. A search disturbed by other work on its GPU, or by
+// throttling, times everything slower; two ranks timing near-equal candidates time them in
+// different orders, but not systematically apart.
+double measurement_scale(const Timings& a, const Timings& b, size_t min_common) {
+  std::vector<double> ratios;
+  for (const auto& [key, ta] : a) {
+    auto it = b.find(key);
+    if (it != b.end()) ratios.push_back(ta / it->second);
+  }
+  if (ratios.size() < std::max<size_t>(min_common, 1)) return 0;
+  auto mid = ratios.begin() + ptrdiff_t(ratios.size() / 2);
+  std::nth_element(ratios.begin(), mid, ratios.end());
+  return *mid;
+}
+
 // "rank 1", "rank 0 and rank 2", "rank 0, rank 1 and pid 7".
 std::string join_names(const std::vector<std::string>& names) {
   std::string out;
@@ -166,6 +197,7 @@ void algo_divergence(const RuleSpec& spec, const AllFacts& all, const Emit& emit
   double slower = spec.param("slower_share");
   double noise = spec.param("timing_noise");
   double clear_gap = spec.param("clear_gap");
+  auto min_common = size_t(spec.param("min_common_candidates"));
   std::map<uint64_t, std::string> names;
   std::vector<std::map<uint64_t, Choice>> per_process;
   for (const auto& p : all.processes) per_process.push_back(choices_of(p, names));
@@ -175,6 +207,7 @@ void algo_divergence(const RuleSpec& spec, const AllFacts& all, const Emit& emit
   int engine_clear = 0;  // different engines, not within the noise
   int engine_far = 0;    // of those, measured more than clear_gap apart
   int compared = 0, engine_level = 0, knob_level = 0, near_ties = 0, numerics = 0;
+  int contradicted = 0;  // differing problems whose measurements contradict
   nlohmann::json items = nlohmann::json::array();
   std::vector<std::string> problems;
   double worst_gap = 0;
@@ -230,6 +263,7 @@ void algo_divergence(const RuleSpec& spec, const AllFacts& all, const Emit& emit
     engine_clear += engine_diff && !tie ? 1 : 0;
     engine_far += engine_diff && !tie && gap > clear_gap ? 1 : 0;
     near_ties += tie ? 1 : 0;
+    contradicted += contradict ? 1 : 0;
     numerics += notes_diff ? 1 : 0;
     worst_gap = std::max(worst_gap, gap);
     nlohmann::json choices = nlohmann::json::array();
@@ -300,7 +334,34 @@ void algo_divergence(const RuleSpec& spec, const AllFacts& all, const Emit& emit
     // totals were 4-5% apart). A gap beyond `clear_gap` is not noise whatever the totals; without
     // comparable totals, an engine-level gap outside the noise counts.
     bool totals_known = fully_measured >= 2 && lo > 0;
-    bool clear = numerics > 0 || spread >= slower || engine_far > 0 || (engine_clear > 0 && !totals_known);
+    // When every differing problem's measurements contradict (each process timed its own choice
+    // faster), the totals compare each process's timing of its own plans: a spread there says a
+    // process is slower only if it measured systematically slower, the same candidates too (a
+    // disturbed search). Otherwise it is the noise of single timings (two healthy DDP ranks
+    // sharing one H200: totals 10.9% apart, the candidates both timed a median 0.6% apart).
+    double scale = 0;  // the largest median ratio between two processes' timings of the same candidates
+    std::string slow_process, fast_process;
+    {
+      std::vector<std::pair<size_t, Timings>> timed;
+      for (size_t i : with_cudnn) {
+        if (measured_n[i] > 0) timed.emplace_back(i, timings_of(all.processes[i]));
+      }
+      for (const auto& [i, ti] : timed) {
+        for (const auto& [j, tj] : timed) {
+          if (i == j) continue;
+          double r = measurement_scale(ti, tj, min_common);
+          if (r > scale) {
+            scale = r;
+            slow_process = process_label(all.processes[i]);
+            fast_process = process_label(all.processes[j]);
+          }
+        }
+      }
+    }
+    bool all_contradict = contradicted == diverged;
+    bool disturbed = scale >= 1 + slower;
+    bool spread_counts = spread >= slower && (!all_contradict || disturbed);
+    bool clear = numerics > 0 || spread_counts || engine_far > 0 || (engine_clear > 0 && !totals_known);
     std::string cause, cause_text;
     Severity severity = spec.severity;
     if (!config.empty()) {
@@ -319,12 +380,26 @@ void algo_divergence(const RuleSpec& spec, const AllFacts& all, const Emit& emit
                                    engine_clear == 1 ? "" : "s"));
       }
       if (numerics > 0) what.push_back(fmt::format("{} with different numerical notes", numerics));
-      if (spread >= slower) what.push_back(fmt::format("the chosen plans' measured times are {:.1f}% apart", 100 * spread));
+      if (spread_counts) what.push_back(fmt::format("the chosen plans' measured times are {:.1f}% apart", 100 * spread));
+      if (spread_counts && disturbed) {
+        what.push_back(fmt::format("{} timed the candidates it shared with {} a median {:.0f}% slower (a disturbed "
+                                   "search: other work on the GPU, throttling)",
+                                   slow_process, fast_process, 100 * (scale - 1)));
+      }
       cause_text = "with the same configuration and versions, ";
       for (size_t k = 0; k < what.size(); ++k) cause_text += (k ? ", " : "") + what[k];
     } else {
       cause = "timing noise among near-equal candidates";
-      cause_text = engine_clear > 0
+      cause_text = spread >= slower
+                       ? fmt::format("with the same configuration and versions, each process's chosen plans add up to "
+                                     "{:.1f}% apart by its own timing, but every differing problem's measurements "
+                                     "contradict (each process timed its own choice faster){}: timing noise of single "
+                                     "measurements, no rank is slower for it",
+                                     100 * spread,
+                                     scale > 0 ? fmt::format(" and the processes timed the candidates they both timed "
+                                                             "alike (median ratio {:.3f})", scale)
+                                               : std::string())
+                   : engine_clear > 0
                        ? fmt::format("with the same configuration and versions, {} problem{} ran with different engines "
                                      "timed apart, but each process's chosen plans add up to within {:.1f}% of the "
                                      "others': timing noise of single measurements, no rank is slower for it",
@@ -356,6 +431,8 @@ void algo_divergence(const RuleSpec& spec, const AllFacts& all, const Emit& emit
                          {"processes", with_cudnn.size()}, {"problems_compared", compared},
                          {"chosen_plans_time", totals.empty() ? "not measured" : totals},
                          {"chosen_plans_spread", spread},
+                         {"measurements_contradict", contradicted},
+                         {"measurement_scale", scale},
                          {"per_process", per},
                          {"diverging", diverged},          {"engine_level", engine_level},
                          {"knob_level", knob_level},       {"near_ties", near_ties},
