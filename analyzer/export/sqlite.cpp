@@ -12,10 +12,14 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
@@ -23,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "export/export.h"
+#include "export/sqlite_pages.h"
 #include "trace/symbolize.h"
 
 #include "version.h"
@@ -135,12 +140,14 @@ class Insert {
   }
   Insert(const Insert&) = delete;
   Insert& operator=(const Insert&) = delete;
+  Insert(Insert&& o) noexcept { *this = std::move(o); }
   Insert& operator=(Insert&& o) noexcept {
     std::swap(db_, o.db_);
     std::swap(stmt_, o.stmt_);
     return *this;
   }
   ~Insert() { sqlite3_finalize(stmt_); }
+  sqlite3_stmt* stmt() const { return stmt_; }
 
   Insert& i(int64_t v) {
     sqlite3_bind_int64(stmt_, ++col_, v);
@@ -157,7 +164,8 @@ class Insert {
     sqlite3_bind_double(stmt_, ++col_, v);
     return *this;
   }
-  // The text must live until run(): it is not copied.
+  // The text must live until run(): it is not copied (a temporary would not).
+  Insert& t(std::string&&) = delete;
   Insert& t(const std::string& v) {
     sqlite3_bind_text(stmt_, ++col_, v.data(), int(v.size()), SQLITE_STATIC);
     return *this;
@@ -212,7 +220,9 @@ class Batch {
   Batch& null() { return put(Value{Value::kNull, 0, 0, nullptr, 0}); }
   Batch& i_or_null(int64_t v, int64_t none) { return v == none ? null() : i(v); }
   Batch& d(double v) { return put(Value{Value::kReal, 0, v, nullptr, 0}); }
+  Batch& t(std::string&&) = delete;  // the text is not copied
   Batch& t(const std::string& v) { return put(Value{Value::kText, 0, 0, v.data(), int(v.size())}); }
+  Batch& t(const char* v) { return put(Value{Value::kText, 0, 0, v, int(std::strlen(v))}); }
   void run() {
     if (values_.size() == size_t(columns_) * rows_) flush();
   }
@@ -259,6 +269,84 @@ class Batch {
   std::vector<Value> values_;
 };
 
+// A large table's rows, written as b-tree pages (sqlite_pages.h) or, on the reference path,
+// inserted through SQL (Batch). `rowid_first`: the first column is the table's INTEGER PRIMARY
+// KEY, which a record stores as NULL (the rowid holds it); other tables get rowids 1, 2, ...
+class BigTable {
+ public:
+  BigTable(sqlite3* db, const char* table, int columns, size_t batch_rows, sqlite_pages::Writer* pages, bool rowid_first)
+      : pages_(pages), rowid_first_(rowid_first) {
+    if (pages_) {
+      table_ = pages_->add_table(table, rowid_first);
+    } else {
+      batch_.emplace(db, table, columns, batch_rows);
+    }
+  }
+  BigTable& i(int64_t v) {
+    if (!pages_) {
+      batch_->i(v);
+    } else if (col_++ == 0 && rowid_first_) {
+      rowid_ = v;
+      record_.null();
+    } else {
+      record_.integer(v);
+    }
+    return *this;
+  }
+  BigTable& u(uint64_t v) { return i(int64_t(v)); }
+  BigTable& null() {
+    if (!pages_) {
+      batch_->null();
+    } else {
+      record_.null();
+    }
+    ++col_;
+    return *this;
+  }
+  BigTable& i_or_null(int64_t v, int64_t none) { return v == none ? null() : i(v); }
+  BigTable& t(std::string&&) = delete;  // Batch does not copy the text
+  BigTable& t(const std::string& v) {
+    if (!pages_) {
+      batch_->t(v);
+    } else {
+      record_.text(v.data(), v.size());
+    }
+    ++col_;
+    return *this;
+  }
+  // A string that outlives the export (Batch keeps the pointer until its flush).
+  BigTable& t(const char* v) {
+    if (!pages_) {
+      batch_->t(v);
+    } else {
+      record_.text(v, std::strlen(v));
+    }
+    ++col_;
+    return *this;
+  }
+  void run() {
+    if (!pages_) {
+      batch_->run();
+      return;
+    }
+    pages_->add_row(table_, rowid_first_ ? rowid_ : ++rowid_, record_);
+    record_.clear();
+    col_ = 0;
+  }
+  void flush() {
+    if (batch_) batch_->flush();
+  }
+
+ private:
+  sqlite_pages::Writer* pages_;
+  bool rowid_first_;
+  int table_ = -1;
+  int col_ = 0;
+  int64_t rowid_ = 0;
+  sqlite_pages::Record record_;
+  std::optional<Batch> batch_;
+};
+
 std::string hex(uint64_t v) { return fmt::format("0x{:016x}", v); }
 
 // The call an item belongs to: items of one call follow its `call` (timeline.h).
@@ -270,23 +358,25 @@ struct CurrentCall {
 
 class SqliteSink : public TimelineSink {
  public:
-  SqliteSink(sqlite3* db, const ExportJob& job)
+  // `pages`: where the large tables' rows go as b-tree pages; nullptr: through SQL.
+  SqliteSink(sqlite3* db, const ExportJob& job, sqlite_pages::Writer* pages)
       : db_(db),
         job_(job),
-        calls_(db, "calls", 11, 64),
-        executions_(db, "executions", 13, 64),
-        allocations_(db, "allocations", 16, 32),
-        memory_(db, "memory", 7, 32),
+        calls_(db, "calls", 11, 64, pages, true),
+        executions_(db, "executions", 13, 64, pages, true),
+        allocations_(db, "allocations", 16, 32, pages, false),
+        memory_(db, "memory", 7, 32, pages, false),
+        syncs_(db, "syncs", 8, 64, pages, true),
+        failures_(db, "failures", 11, 32, pages, true),
         symbols_(job.symbol_dirs) {
     ins_process_ = Insert(db, "INSERT INTO processes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     ins_step_ = Insert(db, "INSERT INTO steps VALUES (?,?,?)");
     ins_device_ = Insert(db, "INSERT INTO devices VALUES (NULL,?,?,?,?,?,?,?,?)");
     ins_api_ = Insert(db, "INSERT INTO apis VALUES (?,?,?,?)");
     ins_problem_ = Insert(db, "INSERT INTO problems VALUES (?,?,?)");
+    set_problem_hash_ = Insert(db, "UPDATE problems SET hash = ? WHERE id = ?");
     ins_stack_ = Insert(db, "INSERT INTO stacks VALUES (?,?,?,?,?,?)");
     ins_frame_ = Insert(db, "INSERT INTO frames VALUES (?,?,?,?,?,?,?,?,?)");
-    ins_sync_ = Insert(db, "INSERT INTO syncs VALUES (?,?,?,?,?,?,?,?)");
-    ins_failure_ = Insert(db, "INSERT INTO failures VALUES (?,?,?,?,?,?,?,?,?,?,?)");
     ins_fault_ = Insert(db, "INSERT INTO faults VALUES (?,?,?,?,?,?,?,?)");
     ins_search_ = Insert(db, "INSERT INTO searches VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     ins_candidate_ = Insert(db, "INSERT INTO candidates VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
@@ -326,7 +416,7 @@ class SqliteSink : public TimelineSink {
       cur_.id = ++call_id_;
       cur_.api_id = api_id;
       cur_.stack_id = stack_id(e.stack);
-      Batch& s = calls_;
+      BigTable& s = calls_;
       s.i(cur_.id).i(process_id_).i(e.tid).i(api_id).u(info_->wall_ns(e.ts_ns)).u(e.dur_ns).i(e.device);
       if (e.has_stream)
         s.u(e.stream);
@@ -337,6 +427,8 @@ class SqliteSink : public TimelineSink {
       ++events_;
     } catch (const SqlError& x) {
       error_ = x.message;
+    } catch (const std::runtime_error& x) {
+      error_ = x.what();
     }
   }
 
@@ -391,7 +483,7 @@ class SqliteSink : public TimelineSink {
         if (fresh) it->second = problem_id(*x.problem, x.problem_hash);
         problem = it->second;
       }
-      Batch& s = executions_;
+      BigTable& s = executions_;
       s.i(cur_.id).i(process_id_).i(x.tid).u(info_->wall_ns(x.ts_ns)).u(x.dur_ns).i(x.device).i(x.ret).i(x.backend);
       s.i(x.engine).t(*x.knobs).i_or_null(int64_t(x.workspace), 0).i_or_null(problem, 0).i(x.candidate).run();
       ++rows_;
@@ -400,16 +492,16 @@ class SqliteSink : public TimelineSink {
 
   void sync(const SyncItem& x) override {
     guard([&] {
-      ins_sync_.i(cur_.id).i(process_id_).i(x.tid).i(cur_.api_id).u(info_->wall_ns(x.ts_ns)).u(x.dur_ns);
-      ins_sync_.i(x.device).i(x.ret).run();
+      syncs_.i(cur_.id).i(process_id_).i(x.tid).i(cur_.api_id).u(info_->wall_ns(x.ts_ns)).u(x.dur_ns);
+      syncs_.i(x.device).i(x.ret).run();
       ++rows_;
     });
   }
 
   void failure(const FailureItem& x) override {
     guard([&] {
-      ins_failure_.i(cur_.id).i(process_id_).i(x.tid).i(cur_.api_id).t(x.library).u(info_->wall_ns(x.ts_ns));
-      ins_failure_.u(x.dur_ns).i(x.device).i(x.ret).i(x.injected).i_or_null(stack_id(x.stack), 0).run();
+      failures_.i(cur_.id).i(process_id_).i(x.tid).i(cur_.api_id).t(x.library).u(info_->wall_ns(x.ts_ns));
+      failures_.u(x.dur_ns).i(x.device).i(x.ret).i(x.injected).i_or_null(stack_id(x.stack), 0).run();
       ++rows_;
     });
   }
@@ -425,7 +517,7 @@ class SqliteSink : public TimelineSink {
   void allocation(const AllocationItem& a) override {
     guard([&] {
       int64_t search = a.search_problem ? problem_id(*a.search_problem, 0) : 0;
-      Batch& s = allocations_;
+      BigTable& s = allocations_;
       s.i(cur_.id).i(process_id_).i(a.tid).i(cur_.api_id).u(info_->wall_ns(a.ts_ns)).u(a.dur_ns).i(a.device);
       s.u(a.address).u(a.size).i(a.ok).i(a.ret).i(a.freed);
       if (a.freed)
@@ -515,10 +607,7 @@ class SqliteSink : public TimelineSink {
  private:
   // Before the trace is gone: batched text points into it.
   void flush() {
-    calls_.flush();
-    executions_.flush();
-    allocations_.flush();
-    memory_.flush();
+    for (BigTable* t : {&calls_, &executions_, &allocations_, &memory_, &syncs_, &failures_}) t->flush();
   }
 
   template <typename Fn>
@@ -528,6 +617,8 @@ class SqliteSink : public TimelineSink {
       fn();
     } catch (const SqlError& x) {
       error_ = x.message;
+    } catch (const std::runtime_error& x) {
+      error_ = x.what();
     }
   }
 
@@ -541,21 +632,30 @@ class SqliteSink : public TimelineSink {
     return it->second;
   }
 
-  // Problems are shared by the whole job (one id for a layer's problem on every rank), by text.
+  // Problems are shared by the whole job (one id for a layer's problem on every rank), by text;
+  // the hash is the trace's where one is known (an item may name the problem before one that
+  // carries its hash: the hash is then added).
   int64_t problem_id(const std::string& text, uint64_t hash) {
     if (text.empty()) return 0;
-    auto [it, fresh] = problems_.try_emplace(text, 0);
+    auto [it, fresh] = problems_.try_emplace(text, ProblemId{});
+    ProblemId& p = it->second;
     if (fresh) {
-      it->second = int64_t(problems_.size());
-      ins_problem_.i(it->second);
+      p.id = int64_t(problems_.size());
+      p.hashed = hash != 0;
+      std::string hash_text = hash ? hex(hash) : "";
+      ins_problem_.i(p.id);
       if (hash)
-        ins_problem_.t(hex(hash));
+        ins_problem_.t(hash_text);
       else
         ins_problem_.null();
       ins_problem_.t(text).run();
       ++rows_;
+    } else if (!p.hashed && hash != 0) {
+      p.hashed = true;
+      std::string hash_text = hex(hash);
+      set_problem_hash_.t(hash_text).i(p.id).run();
     }
-    return it->second;
+    return p.id;
   }
 
   int64_t stack_id(uint32_t trace_stack) const {
@@ -609,9 +709,9 @@ class SqliteSink : public TimelineSink {
   const ExportJob& job_;
   std::string error_;
   uint64_t rows_ = 0, processes_ = 0, events_ = 0;
-  Insert ins_process_, ins_step_, ins_device_, ins_api_, ins_problem_, ins_stack_, ins_frame_, ins_sync_, ins_failure_,
+  Insert ins_process_, ins_step_, set_problem_hash_, ins_device_, ins_api_, ins_problem_, ins_stack_, ins_frame_,
       ins_fault_, ins_search_, ins_candidate_;
-  Batch calls_, executions_, allocations_, memory_;
+  BigTable calls_, executions_, allocations_, memory_, syncs_, failures_;
   reader::Symbolizer symbols_;
   // The process being walked.
   const ProcessInfo* info_ = nullptr;
@@ -621,7 +721,12 @@ class SqliteSink : public TimelineSink {
   std::unordered_map<uint32_t, int64_t> stack_ids_;                 // the trace's stack id -> stacks.id
   std::unordered_map<const std::string*, int64_t> problem_by_ptr_;  // the trace's problem text -> problems.id
   // The whole job.
-  std::unordered_map<std::string, int64_t> apis_, problems_;
+  std::unordered_map<std::string, int64_t> apis_;
+  struct ProblemId {
+    int64_t id = 0;
+    bool hashed = false;
+  };
+  std::unordered_map<std::string, ProblemId> problems_;
   std::unordered_map<uint32_t, std::vector<int64_t>> by_pid_;
   int64_t call_id_ = 0, search_id_ = 0, candidate_id_ = 0, stack_id_ = 0;
 };
@@ -650,6 +755,84 @@ void write_meta(sqlite3* db, const ExportJob& job) {
   for (const auto& [k, v] : rows) meta.t(k).t(v).run();
 }
 
+// The tables whose rows are written as pages (sqlite_pages.h) unless rows go through SQL.
+bool is_large(const std::string& table) {
+  for (const char* t : {"calls", "executions", "allocations", "memory", "syncs", "failures"}) {
+    if (table == t) return true;
+  }
+  return false;
+}
+
+// The names of the other tables, in schema order.
+std::vector<std::string> small_tables() {
+  std::vector<std::string> out;
+  std::string schema = kSchema;
+  const std::string create = "CREATE TABLE ";
+  for (size_t at = schema.find(create); at != std::string::npos; at = schema.find(create, at + 1)) {
+    size_t name = at + create.size();
+    std::string table = schema.substr(name, schema.find_first_of(" (", name) - name);
+    if (!is_large(table)) out.push_back(table);
+  }
+  return out;
+}
+
+// The small tables' definitions as temporary tables.
+std::string temporary_schema() {
+  std::string out, schema = kSchema;
+  for (size_t at = 0; at < schema.size();) {
+    size_t end = schema.find(';', at);
+    if (end == std::string::npos) break;
+    std::string stmt = schema.substr(at, end + 1 - at);
+    at = end + 1;
+    size_t create = stmt.find("CREATE TABLE ");
+    if (create == std::string::npos) continue;
+    size_t name = create + 13;
+    if (is_large(stmt.substr(name, stmt.find_first_of(" (", name) - name))) continue;
+    out += stmt.replace(create, 13, "CREATE TEMP TABLE ");
+  }
+  return out;
+}
+
+// Rows too large for a leaf page (no overflow pages are written): through SQL.
+void insert_pending(sqlite3* db, const sqlite_pages::Writer& pages) {
+  std::map<int, Insert> inserts;
+  for (const auto& row : pages.pending()) {
+    std::vector<sqlite_pages::Value> values = sqlite_pages::decode(row.record);
+    auto it = inserts.find(row.table);
+    if (it == inserts.end()) {
+      std::string sql = fmt::format("INSERT INTO main.{} VALUES (?", pages.table_name(row.table));
+      for (size_t c = 1; c < values.size(); ++c) sql += ",?";
+      it = inserts.emplace(row.table, Insert(db, (sql + ")").c_str())).first;
+    }
+    Insert& ins = it->second;
+    // A table without an INTEGER PRIMARY KEY gives such a row the next rowid instead.
+    bool rowid_first = pages.rowid_first(row.table);
+    for (size_t c = 0; c < values.size(); ++c) {
+      const sqlite_pages::Value& v = values[c];
+      if (c == 0 && rowid_first) {
+        ins.i(row.rowid);
+        continue;
+      }
+      switch (v.type) {
+        case sqlite_pages::Value::kInt:
+          ins.i(v.i);
+          break;
+        case sqlite_pages::Value::kNull:
+          ins.null();
+          break;
+        case sqlite_pages::Value::kReal:
+          ins.d(v.d);
+          break;
+        case sqlite_pages::Value::kText:
+        case sqlite_pages::Value::kBlob:
+          ins.t(v.s.data(), int(v.s.size()));
+          break;
+      }
+    }
+    ins.run();
+  }
+}
+
 }  // namespace
 
 Result<ExportStats> export_sqlite(const ExportJob& job, const std::string& out_path) {
@@ -668,38 +851,77 @@ Result<ExportStats> export_sqlite(const ExportJob& job, const std::string& out_p
   if (rc != SQLITE_OK) {
     return Error{fmt::format("cannot create {}: {}", out_path, why(raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)))};
   }
+  const char* rows_env = std::getenv("CUPROBE_SQLITE_ROWS");
+  bool through_sql = job.sqlite_rows_through_sql || (rows_env && std::strcmp(rows_env, "sql") == 0);
+  // Nothing to roll back to: a failed export is removed, so neither a journal nor syncs are worth
+  // their cost. The page cache is bounded (64 MiB); pages beyond it go to the file. Where the
+  // large tables' pages are written directly, SQLite must notice the file changed under it (it
+  // does, by the header's change counter, only when it does not hold the file exclusively), and
+  // its temporary tables live in a file.
+  std::string pragmas = fmt::format(
+      "PRAGMA page_size={}; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536; {}",
+      job.sqlite_page_size,
+      through_sql ? "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;" : "PRAGMA temp_store=FILE;");
   try {
-    // Nothing to roll back to: a failed export is removed, so neither a journal nor syncs are
-    // worth their cost. The page cache is bounded (64 MiB); pages beyond it go to the file.
-    exec(db.get(),
-         "PRAGMA page_size=16384; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; "
-         "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;");
+    exec(db.get(), pragmas.c_str());
     exec(db.get(), "BEGIN");
     exec(db.get(), kSchema);
+    if (!through_sql) exec(db.get(), "COMMIT");
   } catch (const SqlError& x) {
     // SQLite opens the file lazily: a path it cannot create shows here, at its first write.
     return Error{fmt::format("cannot create {}: {}", out_path, why(x.message))};
   }
   ExportStats stats;
   try {
+    std::unique_ptr<sqlite_pages::Writer> pages;
+    if (!through_sql) {
+      pages = std::make_unique<sqlite_pages::Writer>(out_path, job.sqlite_page_size);
+      // The small tables go to temporary tables of the same names (which hide the main ones)
+      // until the pages are written.
+      exec(db.get(), "PRAGMA temp.cache_size=-16384");
+      exec(db.get(), temporary_schema().c_str());
+      exec(db.get(), "BEGIN");
+    }
     write_meta(db.get(), job);
-    SqliteSink sink(db.get(), job);
-    auto walked = walk_job(job.paths, sink, job.walk);
-    if (!walked) return walked.error();
-    if (!sink.error().empty()) return Error{fmt::format("cannot write {}: {}", out_path, sink.error())};
-    sink.write_findings();
-    Insert warning(db.get(), "INSERT INTO warnings VALUES (NULL,?)");
-    for (const auto& w : job.report.warnings) warning.t(w).run();
-    if (job.walk.warnings) {
-      for (const auto& w : *job.walk.warnings) warning.t(w).run();
+    std::vector<std::pair<std::string, uint32_t>> roots;
+    {
+      // Every statement of the walk is finalized at the end of this block.
+      SqliteSink sink(db.get(), job, pages.get());
+      auto walked = walk_job(job.paths, sink, job.walk);
+      if (!walked) return walked.error();
+      if (!sink.error().empty()) return Error{fmt::format("cannot write {}: {}", out_path, sink.error())};
+      sink.write_findings();
+      Insert warning(db.get(), "INSERT INTO warnings VALUES (NULL,?)");
+      for (const auto& w : job.report.warnings) warning.t(w).run();
+      if (job.walk.warnings) {
+        for (const auto& w : *job.walk.warnings) warning.t(w).run();
+      }
+      stats.processes = sink.processes();
+      stats.events = sink.events();
+      stats.items = sink.rows();
+      Insert q(db.get(), "SELECT name, rootpage FROM main.sqlite_schema WHERE type = 'table'");
+      while (sqlite3_step(q.stmt()) == SQLITE_ROW) {
+        roots.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(q.stmt(), 0)),
+                           uint32_t(sqlite3_column_int64(q.stmt(), 1)));
+      }
+    }
+    if (pages) {
+      exec(db.get(), "COMMIT");
+      pages->finish(roots);
+      exec(db.get(), "BEGIN");
+      std::string copy;
+      for (const std::string& table : small_tables()) {
+        copy += fmt::format("INSERT INTO main.{0} SELECT * FROM temp.{0}; DROP TABLE temp.{0};", table);
+      }
+      exec(db.get(), copy.c_str());
+      insert_pending(db.get(), *pages);
     }
     exec(db.get(), kIndexes);
     exec(db.get(), "COMMIT");
-    stats.processes = sink.processes();
-    stats.events = sink.events();
-    stats.items = sink.rows();
   } catch (const SqlError& x) {
     return Error{fmt::format("cannot write {}: {}", out_path, x.message)};
+  } catch (const std::runtime_error& x) {
+    return Error{fmt::format("cannot write {}: {}", out_path, x.what())};
   }
   db.reset();
   stats.bytes = fs::file_size(out_path, ec);
