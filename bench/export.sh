@@ -3,7 +3,9 @@
 # against the test doubles) and a job of PROCESSES such processes, then times, pinned to one core
 # (taskset -c 0), `cuprobe analyze` (the baseline: every export analyzes first), `cuprobe export`
 # in each format and `cuprobe report`: best of three, events per second, peak resident memory,
-# output size; then what SQLite alone takes to insert as many rows (bench/sqlite_rows).
+# output size; then what SQLite alone takes to insert as many rows (bench/sqlite_rows). The SQLite
+# export runs twice: as shipped (the large tables' pages written by cuprobe) and with every row
+# through SQL (CUPROBE_SQLITE_ROWS=sql).
 # Usage: bench/export.sh [BUILD_DIR] [EVENTS] [PROCESSES]
 set -euo pipefail
 build="${1:-$(cd "$(dirname "$0")/.." && pwd)/build}"
@@ -28,18 +30,23 @@ measure() {
   local input="$1" n
   n=$(count "$input")
   printf '%s: %d events, %s of traces\n' "$input" "$n" "$(du -sh "$input" | cut -f1)"
-  for what in analyze perfetto chrome sqlite report; do
-    local cmd file="$out/x.$what"
+  for what in analyze perfetto chrome sqlite sqlite-sql report; do
+    local cmd file="$out/x.$what" rows=pages
     case $what in
       analyze) cmd=(analyze --threads 1 --json "$input"); file="" ;;
       report) cmd=(report -q -o "$file" "$input") ;;
+      # The SQLite export with every row through SQL (its reference path) for comparison.
+      sqlite-sql) cmd=(export -q --format sqlite -o "$file" "$input"); rows=sql ;;
       *) cmd=(export -q --format "$what" -o "$file" "$input") ;;
     esac
-    python3 - "$n" "$what" "$file" taskset -c 0 "$cuprobe" "${cmd[@]}" <<'PY'
+    CUPROBE_SQLITE_ROWS=$rows python3 - "$n" "$what" "$file" taskset -c 0 "$cuprobe" "${cmd[@]}" <<'PY'
 import os, resource, subprocess, sys, time
 n, what, file, cmd = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
 best = 1e9
 for _ in range(3):
+    # The previous command's output (up to GBs for Chrome JSON) is written back first, not while
+    # this one is timed.
+    os.sync()
     t = time.perf_counter()
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     best = min(best, time.perf_counter() - t)

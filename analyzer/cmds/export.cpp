@@ -38,7 +38,8 @@ Formats:
              opens.
   sqlite     a SQLite database: processes, devices, calls, problems, searches, candidates,
              executions, allocations, stacks, faults and findings, with indexes; schema and
-             example queries in docs/sql.md.
+             example queries in docs/sql.md. The largest tables' pages are written by cuprobe in
+             SQLite's file format (CUPROBE_SQLITE_ROWS=sql: every row through SQL, slower).
 
 Options:
   --format FORMAT      perfetto (default), chrome or sqlite

@@ -264,7 +264,7 @@ TEST(SqliteExport, SearchStormMatchesDumpAndAnalysis) {
   std::string kinds = db.text(
       "SELECT group_concat(name) FROM (SELECT name FROM sqlite_master WHERE type = 'index' "
       "AND name IN ('calls_stack', 'searches_problem', 'candidates_search') ORDER BY name)");
-  EXPECT_EQ(kinds, "calls_stack,candidates_search,searches_problem");
+  EXPECT_EQ(kinds, "candidates_search,searches_problem");  // none on the largest tables (docs/sql.md)
 }
 
 TEST(SqliteExport, OutOfMemoryFixturesMatchDumpAndAnalysis) {
