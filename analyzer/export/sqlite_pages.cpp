@@ -58,11 +58,6 @@ size_t varint_size(uint64_t v) {
   return n;
 }
 
-void append_varint(std::string& out, uint64_t v) {
-  uint8_t b[9];
-  out.append(reinterpret_cast<const char*>(b), put_varint(b, v));
-}
-
 void put_be(uint8_t* p, uint64_t v, size_t n) {
   for (size_t i = 0; i < n; ++i) p[i] = uint8_t(v >> (8 * (n - 1 - i)));
 }
