@@ -9,6 +9,7 @@
 
 #include <type_traits>
 
+#include "alerts.h"
 #include "capture_driver.h"
 #include "driver_entry.h"
 #include "hook.h"
@@ -153,5 +154,6 @@ CUPROBE_EXPORT void _ZN3c1027reportOutOfMemoryToProfilerElmmNS_6DeviceE(int64_t 
     write_plain_call(t, kApi, 0, now_ticks(), 0, fields, 4, device.index, g_stack_mode != kStacksOff);
     t.mode = kThreadReady;
   }
+  alert_torch_oom(alloc_size, total_allocated, total_reserved, device.index);
   if (real != nullptr) real(alloc_size, total_allocated, total_reserved, device);
 }

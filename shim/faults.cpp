@@ -227,6 +227,12 @@ void write_fault_records() {
   }
 }
 
+const char* fault_rule_name(int rule) {
+  if (rule == kMemCapRule) return "mem-cap";
+  if (rule < 0 || rule >= g_plan.n) return "?";
+  return g_plan.rules[rule].name[0] ? g_plan.rules[rule].name : "unnamed";
+}
+
 void faults_on_new_problem(uint32_t id, const trace::ProblemDesc& d) {
   if (g_sid_rules == nullptr || id >= kSidSlots) return;
   char buf[4096];

@@ -37,6 +37,9 @@ struct FaultHit {
   int cap_device = -1; // the memory cap reserved `size` bytes on this device for the call
 };
 
+// The name of rule `rule` of the plan ("mem-cap" for the memory cap), for messages.
+const char* fault_rule_name(int rule);
+
 // Reads the plan and the cap (once per process, at configuration).
 void faults_configure();
 // A forked child counts its own calls from zero.

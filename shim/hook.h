@@ -14,6 +14,7 @@
 
 #include <type_traits>
 
+#include "alerts.h"
 #include "api.h"
 #include "clock.h"
 #include "faults.h"
@@ -182,6 +183,7 @@ struct Interceptor<kApi, Ret (*)(A...)> {
           if constexpr (kCudart) t.injected_error = hit.code;
           if constexpr (kDeviceAlloc || (kInfo.flags & trace::kApiHostAlloc) != 0) clear_allocation(a...);
           write(t, ret, now_ticks(), 0, &hit, a...);
+          alert_fault_injected(kApi, hit);
           t.mode = kThreadReady;
           return ret;
         }
@@ -317,7 +319,11 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     finish(t, rec, w, ret, start, dur, fault, device, tail);
     // Injected failures are not the device's: only genuine ones ask for a sample at once.
     if constexpr (kDeviceAlloc) {
-      maybe_sample_memory(t, device, !Traits::ok(ret) && fault->rule < 0, kInfo.library == trace::Library::kDriver);
+      bool failed = !Traits::ok(ret) && fault->rule < 0;
+      maybe_sample_memory(t, device, failed, kInfo.library == trace::Library::kDriver);
+      if constexpr (kSizeField >= 0) {
+        if (__builtin_expect(failed, 0)) alert_allocation_failed(kApi, tail[kSizeField], device, int(ret));
+      }
     }
   }
 

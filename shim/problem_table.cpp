@@ -2,6 +2,8 @@
 // is set up with a chunk (always so inside a hooked call; unit tests intern without a trace).
 #include "problem_table.h"
 
+#include "alerts.h"
+
 #include <string.h>
 #include <sys/mman.h>
 
@@ -130,6 +132,7 @@ uint32_t intern_problem(ThreadState& t, const trace::ProblemDesc& d, uint64_t* h
       commit(t, size);
     }
     if (g_new_problem_hook) g_new_problem_hook(id, d);
+    alert_new_problem();
   });
 }
 

@@ -5,6 +5,7 @@
 #include "recorder_internal.h"
 
 #include "faults.h"
+#include "alerts.h"
 #include "mem_sample.h"
 #include "problem_table.h"
 #include "stacks.h"
@@ -161,6 +162,7 @@ void do_configure() {
   check_other_variables();
   fill_anchor(&g_process_start);
   faults_configure();
+  alerts_configure();
   mem_sample_configure();
   stacks_configure();
   pthread_key_create(&g_thread_key, on_thread_exit);
@@ -274,6 +276,7 @@ void atfork_child() {
   reset_process_info_after_fork();
   fill_anchor(&g_process_start);
   faults_after_fork();
+  alerts_after_fork();
   mem_sample_after_fork();
   stacks_after_fork();
   problems_after_fork();

@@ -68,7 +68,11 @@ Options:
       --stack-depth N native frames kept per stack (default 32, at most 64)
       --stack-min-bytes BYTES
                       allocations that get a stack in alloc mode (default 1MiB)
-  -q, --quiet         print nothing besides the command's own output
+      --alerts WHERE  live alerts while COMMAND runs (docs/alerts.md): on (default; one line on
+                      standard error for an out-of-memory failure, an injected fault, or new cuDNN
+                      problems that keep arriving 20 s and more into the job), off, or a FILE to
+                      append them to; rate-limited, each names rank, pid and host
+  -q, --quiet         print nothing besides the command's own output (alerts aside)
   -h, --help          this text
 
 Fault mode (docs/faults.md): make chosen calls fail on purpose, before the real call runs.
@@ -103,8 +107,8 @@ runuser or env -i, which clear the environment. docs/record.md has the details.
 
 Environment set for COMMAND: LD_PRELOAD (the shim appended), CUPROBE_OUT (absolute run
 directory), and CUPROBE_LAUNCH_EVENTS, CUPROBE_MAX_MB, CUPROBE_CLOCK, CUPROBE_FAULTS,
-CUPROBE_MEM_CAP, CUPROBE_STACKS, CUPROBE_STACK_DEPTH, CUPROBE_STACK_MIN_BYTES when the
-options ask. Under plain LD_PRELOAD, set CUPROBE_FAULTS (rules separated by ';') and
+CUPROBE_MEM_CAP, CUPROBE_STACKS, CUPROBE_STACK_DEPTH, CUPROBE_STACK_MIN_BYTES, CUPROBE_ALERTS
+when the options ask. Under plain LD_PRELOAD, set CUPROBE_FAULTS (rules separated by ';') and
 CUPROBE_MEM_CAP yourself; a malformed plan is then reported on stderr and nothing is injected.
 Set CUPROBE_SHIM to use a shim other than the one installed beside this command.
 )";
@@ -165,6 +169,9 @@ bool is_depth(const std::string& v) {
 }
 bool is_clock(const std::string& v) { return v == "auto" || v == "monotonic" || v == "tsc" || v == "counter"; }
 bool is_stack_mode(const std::string& v) { return v == "off" || v == "errors" || v == "alloc" || v == "all"; }
+bool is_alerts(const std::string& v) {
+  return v == "on" || v == "off" || v == "1" || v == "0" || v == "stderr" || (v.rfind("file:", 0) == 0 && v.size() > 5);
+}
 
 struct ShimVariable {
   const char* name;
@@ -181,6 +188,9 @@ constexpr ShimVariable kShimVariables[] = {
     {"CUPROBE_STACK_DEPTH", "a number of frames from 1 to 64", is_depth},
     {"CUPROBE_STACK_MIN_BYTES", "a number of bytes (digits only, such as 1048576)", is_number},
     {"CUPROBE_MEM_SAMPLE_MS", "a number of milliseconds", is_number},
+    {"CUPROBE_ALERTS", "on, off or file:PATH", is_alerts},
+    {"CUPROBE_ALERTS_STORM_S", "a number of seconds", is_number},
+    {"CUPROBE_ALERTS_STORM_NEW", "a number of new problems", is_number},
 };
 
 using EnvList = std::vector<std::pair<std::string, std::string>>;
@@ -609,6 +619,15 @@ int cmd_record(const Args& args) {
       throw UsageError(fmt::format("--stack-min-bytes expects a byte count (4096, 1MiB, 2GB), got '{}'", v));
     }
     env.emplace_back("CUPROBE_STACK_MIN_BYTES", std::to_string(bytes));
+  });
+  options.value("--alerts", [&](const std::string& v) {
+    if (v == "on" || v == "off") {
+      env.emplace_back("CUPROBE_ALERTS", v);
+    } else if (!v.empty()) {
+      env.emplace_back("CUPROBE_ALERTS", "file:" + fs::absolute(v).string());
+    } else {
+      throw UsageError("--alerts expects on, off or a file");
+    }
   });
   options.value("--fault", [&](const std::string& v) { fault_rules.push_back(v); });
   options.value("--faults", [&](const std::string& path) {
