@@ -24,6 +24,7 @@ int cmd_rules(const Args& args);
 int cmd_explain(const Args& args);
 int cmd_export(const Args& args);
 int cmd_report(const Args& args);
+int cmd_snapshot(const Args& args);
 
 // Exit codes of every subcommand.
 inline constexpr int kExitOk = 0;

@@ -44,6 +44,8 @@ Usage:
                             one self-contained HTML page: findings, memory, searches, ranks
   cuprobe export --format perfetto|chrome|sqlite -o FILE PATH...
                             the timeline for Perfetto / chrome://tracing, or a SQLite database
+  cuprobe snapshot [-o DIR] RUN_DIR|PID
+                            copy a running job's traces as they are now, to analyze meanwhile
   cuprobe --version
   cuprobe COMMAND --help    options of one command
 
@@ -81,6 +83,7 @@ int main(int argc, char** argv) {
     if (cmd == "explain") return cmd_explain(args);
     if (cmd == "export") return cmd_export(args);
     if (cmd == "report") return cmd_report(args);
+    if (cmd == "snapshot") return cmd_snapshot(args);
     fmt::print(stderr, "cuprobe: unknown {} '{}'; see cuprobe --help\n", cmd.rfind('-', 0) == 0 ? "option" : "command",
                cmd);
     return kExitUsage;

@@ -92,6 +92,7 @@ json summarize(const AllFacts& all) {
     std::string state = t.state() == trace::FileState::kExited     ? "exited"
                         : t.state() == trace::FileState::kSignaled ? fmt::format("signal {}", t.end_signal())
                         : t.state() == trace::FileState::kExeced   ? "exec"
+                        : t.state() == trace::FileState::kSnapshot ? "running (snapshot)"
                                                                    : "incomplete";
     std::string cmd;
     for (const auto& a : t.process().cmdline) cmd += (cmd.empty() ? "" : " ") + a;

@@ -74,6 +74,7 @@ const char* state_name(trace::FileState s) {
     case trace::FileState::kSignaled: return "signaled";
     case trace::FileState::kRecording: return "incomplete";
     case trace::FileState::kExeced: return "exec";
+    case trace::FileState::kSnapshot: return "snapshot";
   }
   return "unknown";
 }

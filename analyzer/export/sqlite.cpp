@@ -544,6 +544,7 @@ class SqliteSink : public TimelineSink {
       const char* state = t.state() == trace::FileState::kExited     ? "exited"
                           : t.state() == trace::FileState::kSignaled ? "signaled"
                           : t.state() == trace::FileState::kExeced   ? "execed"
+                          : t.state() == trace::FileState::kSnapshot ? "snapshot"
                                                                      : "recording";
       Insert& s = ins_process_;
       s.i(process_id_).i(p.pid).i_or_null(proc.ppid, 0).t(p.host).i_or_null(p.rank, -1).i_or_null(proc.local_rank, -1);

@@ -217,6 +217,7 @@ trace::FileState state_of(const std::string& s) {
   if (s == "exited") return trace::FileState::kExited;
   if (s == "signaled") return trace::FileState::kSignaled;
   if (s == "exec") return trace::FileState::kExeced;
+  if (s == "snapshot") return trace::FileState::kSnapshot;
   return trace::FileState::kRecording;
 }
 

@@ -443,14 +443,14 @@ bool TraceFile::load(std::string* error) {
     return false;
   }
   pid_ = hdr.pid;
-  state_ = trace::FileState(hdr.state);
+  state_ = hdr.state <= uint32_t(trace::FileState::kSnapshot) ? trace::FileState(hdr.state) : trace::FileState::kRecording;
   end_signal_ = hdr.end_signal;
   std::memcpy(stats_, hdr.stats, sizeof stats_);
   start_mono_ns_ = hdr.start.mono_ns;
   start_real_ns_ = hdr.start.real_ns;
   std::vector<std::pair<uint64_t, uint64_t>> anchors;
   anchors.emplace_back(hdr.start.ticks, hdr.start.mono_ns);
-  if (state_ != trace::FileState::kRecording) {
+  if (trace::finalized(state_)) {
     end_mono_ns_ = hdr.end.mono_ns;
     if (hdr.end.ticks != 0) anchors.emplace_back(hdr.end.ticks, hdr.end.mono_ns);
   }
@@ -472,7 +472,7 @@ bool TraceFile::load(std::string* error) {
   auto ticks_for = [&](double ns) { return ns * tpn >= 1.8e19 ? UINT64_MAX : uint64_t(ns * tpn); };
   uint64_t start_ticks = hdr.start.ticks;
   uint64_t end_ticks = 0;
-  if (state_ != trace::FileState::kRecording && hdr.end.ticks > start_ticks) {
+  if (trace::finalized(state_) && hdr.end.ticks > start_ticks) {
     end_ticks = hdr.end.ticks;
   } else {
     for (uint32_t i = 0; i < claimed; ++i) {

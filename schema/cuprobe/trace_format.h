@@ -48,7 +48,12 @@ enum class FileState : uint32_t {
   kExited = 1,     // finalized by a normal exit
   kSignaled = 2,   // finalized by a fatal signal (end_signal)
   kExeced = 3,     // the process exec'd another program, which continues in a file of its own
+  kSnapshot = 4,   // a copy `cuprobe snapshot` made of a trace still recording: running then
 };
+// The process ended and its trace was finalized (an end anchor is in the header).
+constexpr bool finalized(FileState s) {
+  return s == FileState::kExited || s == FileState::kSignaled || s == FileState::kExeced;
+}
 
 // Counters of things that went wrong (or were skipped) inside the traced process.
 enum Stat : uint32_t {

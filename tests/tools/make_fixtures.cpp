@@ -308,7 +308,7 @@ class Trace {
     dev.str("pci_bus_id", "0000:18:00.0");
     dev.str("cc", gpu_cc_);
     j.raw("devices", "[" + std::string(dev.finish()) + "]");
-    if (state_ != "incomplete") j.num("end_ns", t_);
+    if (state_ != "incomplete" && state_ != "snapshot") j.num("end_ns", t_);
     if (stats_) {
       JsonLine s;
       s.begin();
@@ -431,6 +431,23 @@ Trace research_storm() {
     std::map<std::string, Plan> searched;
     for (int k = 0; k < 40; ++k) network(slow, 160, searched);
     slow.write("research-storm/quiet/slow_start_fixed_size.jsonl");
+  }
+  {
+    // `cuprobe snapshot` of a running job during its first step (seen on the H200 with two DDP
+    // ranks): after 8 s of setup, the first step's searches, and no second step yet. Nothing to
+    // judge: the same trace finished would show the searches all in its first step.
+    Trace cut(1005, -1, "node0", 80 * kGiB, "snapshot");
+    for (int i = 0; i < 40; ++i) {
+      cut.malloc(2 * kMiB);
+      cut.wait(200'000'000);
+    }
+    // The first step: twelve layers, each searched when it first runs.
+    for (int64_t layer = 0; layer < 12; ++layer) {
+      Problem problem = conv(32, 64 - 4 * layer);
+      Plan plan = *cut.search(problem, kCandidates, 1);
+      steps(cut, plan, problem, 1);
+    }
+    cut.write("research-storm/quiet/snapshot_in_first_step.jsonl");
   }
   Trace quiet(1002);
   std::vector<std::pair<Plan, Problem>> plans;

@@ -220,6 +220,10 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
   for (const ProcessFacts& p : all.processes) {
     const uint64_t start = p.job_start_ns, end = p.last_ns;
     if (end <= start) continue;
+    // A trace cut short before its second step (a snapshot of a running job, a process killed
+    // during its first step): every search so far is the first step's, and nothing says yet
+    // whether more will come. Judged once the job is further on.
+    if (p.trace && !trace::finalized(p.trace->state()) && p.step_starts.size() < 2) continue;
     std::vector<Searched> searched;
     for (const auto& s : p.searches) {
       if (s.mode == "benchmark") searched.push_back(Searched{&s, reader::problem_shape(s.problem_info), 0, false});
