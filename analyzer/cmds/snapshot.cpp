@@ -2,7 +2,6 @@
 // export read while the job goes on (issue 15). A trace file is written so that a copy taken at
 // any moment reads like a trace cut short at that moment (each thread's records up to its last
 // commit before the copy reached them), so a snapshot is a plain copy, checked by opening it.
-#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 

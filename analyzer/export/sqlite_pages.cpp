@@ -272,7 +272,6 @@ bool Writer::add_row(int table, int64_t rowid, const Record& r) {
   put_be(p + 8 + 2 * t.cells, t.content, 2);
   ++t.cells;
   t.leaf_max = rowid;
-  ++rows_;
   return true;
 }
 

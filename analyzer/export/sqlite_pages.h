@@ -62,7 +62,6 @@ class Record {
   }
   void real(double v);
   void text(const char* s, size_t n);
-  size_t columns() const { return columns_; }
   // The record's size, and its bytes (header, then body) written to `out` (size() bytes).
   size_t size() const { return header_size() + body_size_; }
   void write(uint8_t* out) const;
@@ -115,7 +114,6 @@ class Writer {
   // Appends a row. False when the record is too large for a leaf page: it is kept in pending().
   // Throws std::runtime_error when rowids do not ascend, or the file cannot be written.
   bool add_row(int table, int64_t rowid, const Record& r);
-  uint64_t rows() const { return rows_; }
   // The rows add_row refused, in order: their table, rowid and record.
   struct Pending {
     int table;
@@ -162,7 +160,6 @@ class Writer {
   uint32_t change_ = 0;  // the header's change counter when opened
   std::string buffer_;  // pages from buffer_first_ on, not yet written
   uint32_t buffer_first_ = 0;
-  uint64_t rows_ = 0;
   std::vector<Table> tables_;
   std::vector<Pending> pending_;
   std::string scratch_;
