@@ -176,6 +176,21 @@ class Insert {
     sqlite3_bind_text(stmt_, ++col_, v, -1, SQLITE_STATIC);
     return *this;
   }
+  // A value held for later (Batch) or decoded from a record (sqlite_pages::decode).
+  Insert& value(const sqlite_pages::Value& v) {
+    switch (v.type) {
+      case sqlite_pages::Value::kInt:
+        return i(v.i);
+      case sqlite_pages::Value::kNull:
+        return null();
+      case sqlite_pages::Value::kReal:
+        return d(v.d);
+      case sqlite_pages::Value::kText:
+      case sqlite_pages::Value::kBlob:
+        return t(v.s.data(), int(v.s.size()));
+    }
+    return null();
+  }
   void run() {
     col_ = 0;
     int rc = sqlite3_step(stmt_);
@@ -213,14 +228,14 @@ class Batch {
     all_ = Insert(db, sql.c_str());
     values_.reserve(size_t(columns) * rows);
   }
-  Batch& i(int64_t v) { return put(Value{Value::kInt, v, 0, nullptr, 0}); }
+  Batch& i(int64_t v) { return put(Value{Value::kInt, v, 0, {}}); }
   Batch& u(uint64_t v) { return i(int64_t(v)); }
-  Batch& null() { return put(Value{Value::kNull, 0, 0, nullptr, 0}); }
+  Batch& null() { return put(Value{Value::kNull, 0, 0, {}}); }
   Batch& i_or_null(int64_t v, int64_t none) { return v == none ? null() : i(v); }
-  Batch& d(double v) { return put(Value{Value::kReal, 0, v, nullptr, 0}); }
+  Batch& d(double v) { return put(Value{Value::kReal, 0, v, {}}); }
   Batch& t(std::string&&) = delete;  // the text is not copied
-  Batch& t(const std::string& v) { return put(Value{Value::kText, 0, 0, v.data(), int(v.size())}); }
-  Batch& t(const char* v) { return put(Value{Value::kText, 0, 0, v, int(std::strlen(v))}); }
+  Batch& t(const std::string& v) { return put(Value{Value::kText, 0, 0, v}); }
+  Batch& t(const char* v) { return put(Value{Value::kText, 0, 0, v}); }
   void run() {
     if (values_.size() == size_t(columns_) * rows_) flush();
   }
@@ -228,21 +243,7 @@ class Batch {
     bool full = values_.size() == size_t(columns_) * rows_;
     Insert& s = full ? all_ : one_;
     for (size_t k = 0; k < values_.size(); ++k) {
-      const Value& v = values_[k];
-      switch (v.type) {
-        case Value::kInt:
-          s.i(v.i);
-          break;
-        case Value::kNull:
-          s.null();
-          break;
-        case Value::kReal:
-          s.d(v.d);
-          break;
-        case Value::kText:
-          s.t(v.s, v.n);
-          break;
-      }
+      s.value(values_[k]);
       if (!full && (k + 1) % size_t(columns_) == 0) s.run();
     }
     if (full) s.run();
@@ -250,13 +251,7 @@ class Batch {
   }
 
  private:
-  struct Value {
-    enum Type : uint8_t { kInt, kNull, kReal, kText } type;
-    int64_t i;
-    double d;
-    const char* s;
-    int n;
-  };
+  using Value = sqlite_pages::Value;
   Batch& put(const Value& v) {
     values_.push_back(v);
     return *this;
@@ -807,26 +802,10 @@ void insert_pending(sqlite3* db, const sqlite_pages::Writer& pages) {
     // A table without an INTEGER PRIMARY KEY gives such a row the next rowid instead.
     bool rowid_first = pages.rowid_first(row.table);
     for (size_t c = 0; c < values.size(); ++c) {
-      const sqlite_pages::Value& v = values[c];
-      if (c == 0 && rowid_first) {
+      if (c == 0 && rowid_first)
         ins.i(row.rowid);
-        continue;
-      }
-      switch (v.type) {
-        case sqlite_pages::Value::kInt:
-          ins.i(v.i);
-          break;
-        case sqlite_pages::Value::kNull:
-          ins.null();
-          break;
-        case sqlite_pages::Value::kReal:
-          ins.d(v.d);
-          break;
-        case sqlite_pages::Value::kText:
-        case sqlite_pages::Value::kBlob:
-          ins.t(v.s.data(), int(v.s.size()));
-          break;
-      }
+      else
+        ins.value(values[c]);
     }
     ins.run();
   }
