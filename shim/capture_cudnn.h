@@ -13,6 +13,10 @@
 
 namespace cuprobe::shim {
 
+// Executions of a backend plan the flight recorder keeps (docs/flight-recorder.md): enough for a
+// benchmark search's warm-up and timed runs of a candidate and the winner's first runs after it.
+inline constexpr uint32_t kFreshPlanExecutions = 16;
+
 template <>
 struct LibraryTraits<trace::Library::kCudnn> {
   static constexpr cudnnStatus_t kMissing = CUDNN_STATUS_NOT_INITIALIZED;
@@ -211,6 +215,15 @@ struct Capture<ApiId::cudnnBackendExecute> {
     w.u(is_plan ? plan->u.plan.workspace : 0);
     w.p(is_pack ? pack->u.pack.workspace : nullptr);
     w.u(is_pack ? pack->u.pack.min_alignment : 0);
+    // A plan's first executions are its benchmark timing and its first runs as the winner: kept.
+    // An execution of a plan run many times means the thread's plan selection is over.
+    if (is_plan) {
+      if (__atomic_add_fetch(&plan->u.plan.executions, 1u, __ATOMIC_RELAXED) <= kFreshPlanExecutions) {
+        w.keep();
+      } else {
+        w.close_selection();
+      }
+    }
   }
 };
 

@@ -686,7 +686,7 @@ uint32_t algo_results_raw(const int* algo, const int* status, const float* time,
   if (n > trace::kMaxAlgoResults) n = trace::kMaxAlgoResults;
   uint32_t size = uint32_t(sizeof(trace::AlgoResultsRecord) + uint32_t(n) * sizeof(trace::AlgoResult));
   ThreadState& t = t_state;
-  char* p = t.chunk != nullptr ? reserve(t, size) : nullptr;
+  char* p = t.chunk != nullptr ? reserve_kept(t, size) : nullptr;
   if (p == nullptr) return 0;
   uint32_t id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
   auto* r = reinterpret_cast<trace::AlgoResultsRecord*>(p);
@@ -697,7 +697,7 @@ uint32_t algo_results_raw(const int* algo, const int* status, const float* time,
     r->results[i] = trace::AlgoResult{at(algo, i), at(status, i), at(time, i), at(det, i), at(math, i), 0,
                                       uint64_t(at(memory, i))};
   }
-  commit(t, size);
+  commit_kept(t, size);
   return id;
 }
 

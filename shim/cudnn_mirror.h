@@ -126,6 +126,7 @@ struct PlanState {
   uint32_t notes;
   uint32_t behavior;
   int64_t min_alignment;
+  uint32_t executions;  // cudnnBackendExecute calls of this plan (the flight recorder keeps the first few)
 };
 
 struct VariantPackState {

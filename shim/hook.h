@@ -47,6 +47,10 @@ class CallWriter {
   void device(int d) { device_ = d; }
   // A quiet API's capture asks for its call to be written as an event even though it succeeded.
   void emit() { emit_ = true; }
+  // Flight recorder: an execution of a plan run only a few times so far (a search's candidate, a
+  // selection's winner) is kept; one of a plan run many times ends the thread's open selection.
+  void keep() { keep_ = true; }
+  void close_selection() { close_selection_ = true; }
 
   ThreadState& thread() { return t_; }
   int count() const { return n_; }
@@ -54,6 +58,8 @@ class CallWriter {
   uint64_t stream_value() const { return stream_; }
   int device_override() const { return device_; }
   bool emit_requested() const { return emit_; }
+  bool keep_requested() const { return keep_; }
+  bool closes_selection() const { return close_selection_; }
 
  private:
   ThreadState& t_;
@@ -63,6 +69,8 @@ class CallWriter {
   uint64_t stream_ = 0;
   int device_ = kNoOverride;
   bool emit_ = false;
+  bool keep_ = false;
+  bool close_selection_ = false;
 
  public:
   static constexpr int kNoOverride = -1000;
@@ -126,6 +134,24 @@ struct Interceptor;
 // up, learns its device once, or records the call as an event (CUPROBE_LAUNCH_EVENTS=1).
 void count_slow(ThreadState& t, int slot);
 
+// Flight recorder (docs/flight-recorder.md): calls of these kinds are always kept, never
+// overwritten: what the OOM analysis needs of memory (every allocation, free, mapping, memory
+// query and framework OOM report), plan selection (searches, heuristic queries, finalizes),
+// handles and communicators, and measured times. Failed and injected calls of any API are kept
+// too, as are the calls of a thread while a plan selection is open on it.
+inline constexpr uint64_t kKeptApiFlags =
+    trace::kApiDeviceAlloc | trace::kApiDeviceFree | trace::kApiHostAlloc | trace::kApiHostFree |
+    trace::kApiPhysical | trace::kApiVaReserve | trace::kApiVaFree | trace::kApiMap | trace::kApiUnmap |
+    trace::kApiMemInfo | trace::kApiOomReport | trace::kApiAlgoSearch | trace::kApiPlanFinalize |
+    trace::kApiLegacyFind | trace::kApiLegacyGet | trace::kApiHandleCreate | trace::kApiEventTiming |
+    trace::kApiCommInit | trace::kApiEntryPoint;
+// Calls that begin (or go on with) a plan selection: the thread's next kSelectionBudget calls are
+// kept, which covers the event records, synchronizations and executions of a benchmark search.
+inline constexpr uint64_t kSelectionApiFlags =
+    trace::kApiPlanFinalize | trace::kApiLegacyFind | trace::kApiLegacyGet | trace::kApiAlgoSearch;
+inline constexpr uint16_t kSelectionBudget = 256;
+inline constexpr uint16_t kFreshPlanBudget = 64;  // after an execution of a fresh plan
+
 template <ApiId kApi, typename Ret, typename... A>
 struct Interceptor<kApi, Ret (*)(A...)> {
   static constexpr const ApiStatic& kInfo = api_static(kApi);
@@ -149,6 +175,8 @@ struct Interceptor<kApi, Ret (*)(A...)> {
   // runs before its call record is reserved, so that those records come first in the chunk.
   static constexpr bool kWritesRecords = has_field_type(Cap::kFields, 'q') || has_field_type(Cap::kFields, 'k') ||
                                          has_field_type(Cap::kFields, 'r');
+  static constexpr bool kKeepClass = (kInfo.flags & kKeptApiFlags) != 0;
+  static constexpr bool kOpensSelection = (kInfo.flags & kSelectionApiFlags) != 0;
 
   static Ret call(A... a) {
     using Fn = Ret (*)(A...);
@@ -271,27 +299,59 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     return false;
   }
 
+  // Whether the call's record goes to the kept stream (kKeptApiFlags, above), and the thread's
+  // open selection: begun by this call, or one more call of it used.
+  static bool decide_keep(ThreadState& t, Ret ret, const FaultHit* fault, const CallWriter* w) {
+    bool keep = kKeepClass || !Traits::ok(ret) || fault->rule >= 0;
+    if constexpr (kQuiet) {
+      if (!keep) return false;  // mostly counted, not written: uses none of a selection's budget
+    }
+    if (w != nullptr) {
+      if (w->closes_selection()) t.keep_budget = 0;
+      if (w->keep_requested()) {
+        keep = true;
+        if (t.keep_budget < kFreshPlanBudget) t.keep_budget = kFreshPlanBudget;
+      }
+    }
+    if (!keep && __builtin_expect(t.keep_budget != 0, 0)) {
+      keep = true;
+      --t.keep_budget;
+    }
+    if constexpr (kOpensSelection) t.keep_budget = kSelectionBudget;
+    return keep;
+  }
+
   static void write(ThreadState& t, Ret ret, uint64_t start, uint64_t dur, const FaultHit* fault, A... a) {
     uint64_t scratch[kArgs + 4];
     char* p = nullptr;
     trace::CallRecord* rec = nullptr;
+    bool keep = false;
+    bool skip = false;  // outside the capture window: counted, not written
     if constexpr (!kWritesRecords) {
-      p = reserve(t, kMaxSize);
-      rec = reinterpret_cast<trace::CallRecord*>(p);
-      // Records are appended to memory no one has written yet: ask for the lines a few records
-      // ahead now, so that later records do not wait for them (the chunk has a tail to spare).
-      __builtin_prefetch(p + 256, 1, 3);
+      keep = decide_keep(t, ret, fault, nullptr);
+      skip = !keep && outside_window(start);
+      if (!skip) {
+        p = reserve_as(t, keep, kMaxSize);
+        rec = reinterpret_cast<trace::CallRecord*>(p);
+        // Records are appended to memory no one has written yet: ask for the lines a few records
+        // ahead now, so that later records do not wait for them (the chunk has a tail to spare).
+        __builtin_prefetch(p + 256, 1, 3);
+      }
     }
     uint64_t* tail = rec ? rec->tail : scratch;
     CallWriter w(t, tail);
     Cap::after(w, ret, a...);
     if constexpr (kWritesRecords) {
-      p = reserve(t, kMaxSize);
-      rec = reinterpret_cast<trace::CallRecord*>(p);
-      __builtin_prefetch(p + 256, 1, 3);
-      if (rec != nullptr) {
-        memcpy(rec->tail, scratch, sizeof(uint64_t) * size_t(w.count()));
-        tail = rec->tail;
+      keep = decide_keep(t, ret, fault, &w);
+      skip = !keep && outside_window(start);
+      if (!skip) {
+        p = reserve_as(t, keep, kMaxSize);
+        rec = reinterpret_cast<trace::CallRecord*>(p);
+        __builtin_prefetch(p + 256, 1, 3);
+        if (rec != nullptr) {
+          memcpy(rec->tail, scratch, sizeof(uint64_t) * size_t(w.count()));
+          tail = rec->tail;
+        }
       }
     }
     if constexpr (kDeviceAlloc && kPtrField >= 0 && kSizeField >= 0) {
@@ -316,7 +376,8 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     if constexpr ((kInfo.flags & trace::kApiInitsDevice) != 0) {
       if (Traits::ok(ret) && device >= 0) note_device(device);
     }
-    finish(t, rec, w, ret, start, dur, fault, device, tail);
+    if (__builtin_expect(skip, 0)) note_outside_window(t);
+    finish(t, rec, w, ret, start, dur, fault, device, tail, keep);
     // Injected failures are not the device's: only genuine ones ask for a sample at once.
     if constexpr (kDeviceAlloc) {
       bool failed = !Traits::ok(ret) && fault->rule < 0;
@@ -328,7 +389,7 @@ struct Interceptor<kApi, Ret (*)(A...)> {
   }
 
   static void finish(ThreadState& t, trace::CallRecord* rec, CallWriter& w, Ret ret, uint64_t start, uint64_t dur,
-                     const FaultHit* fault, int device, uint64_t* tail) {
+                     const FaultHit* fault, int device, uint64_t* tail, bool keep) {
     if (rec == nullptr) return;
     int n = w.count();
     uint8_t flags = 0;
@@ -356,7 +417,7 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     rec->ret = int32_t(ret);
     rec->dur_ticks = (flags & trace::kCallLongDuration) ? 0xffffffffu : uint32_t(dur);
     rec->start_ticks = start;
-    commit(t, size);
+    commit_as(t, keep, size);
   }
 
   // The real function is not there: answer with the library's error, count it, record it.
@@ -366,14 +427,14 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     if (t.mode == kThreadUnset) thread_setup(t);
     if (t.mode != kThreadReady) return ret;
     t.mode = kThreadBusy;
-    if (char* p = reserve(t, sizeof(trace::CallRecord))) {
+    if (char* p = reserve_kept(t, sizeof(trace::CallRecord))) {
       auto* rec = reinterpret_cast<trace::CallRecord*>(p);
       rec->h = trace::RecordHeader{uint8_t(trace::RecordType::kCall), 0, uint16_t(sizeof(trace::CallRecord)),
                                    uint16_t(kApi), int16_t(t.device)};
       rec->ret = int32_t(ret);
       rec->dur_ticks = 0;
       rec->start_ticks = now_ticks();
-      commit(t, sizeof(trace::CallRecord));
+      commit_kept(t, sizeof(trace::CallRecord));
     }
     t.mode = kThreadReady;
     return ret;

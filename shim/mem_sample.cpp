@@ -118,7 +118,7 @@ void maybe_sample_memory(ThreadState& t, int device, bool failed, bool driver) {
 void write_plain_call(ThreadState& t, ApiId api, int32_t ret, uint64_t start, uint64_t dur, const uint64_t* fields,
                       int n, int device, bool with_stack, uint8_t flags) {
   uint32_t max = uint32_t(sizeof(trace::CallRecord)) + 8u * uint32_t(n + 2);
-  char* p = reserve(t, trace::align8(max));
+  char* p = reserve_kept(t, trace::align8(max));
   if (p == nullptr) return;
   auto* rec = reinterpret_cast<trace::CallRecord*>(p);
   int k = 0;
@@ -138,7 +138,7 @@ void write_plain_call(ThreadState& t, ApiId api, int32_t ret, uint64_t start, ui
   rec->ret = ret;
   rec->dur_ticks = (flags & trace::kCallLongDuration) ? 0xffffffffu : uint32_t(dur);
   rec->start_ticks = start;
-  commit(t, size);
+  commit_kept(t, size);
 }
 
 }  // namespace cuprobe::shim

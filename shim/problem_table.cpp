@@ -121,7 +121,7 @@ uint32_t intern_problem(ThreadState& t, const trace::ProblemDesc& d, uint64_t* h
   return g_problems.intern(slot_hash, &d, sizeof d, [&](uint32_t id) {
     uint32_t packed = trace::packed_problem_size(d);
     uint32_t size = trace::align8(uint32_t(sizeof(trace::ProblemRecordHead)) + packed);
-    if (char* p = t.chunk != nullptr ? reserve(t, size) : nullptr) {
+    if (char* p = t.chunk != nullptr ? reserve_kept(t, size) : nullptr) {
       auto* r = reinterpret_cast<trace::ProblemRecordHead*>(p);
       r->h = trace::make_header(trace::RecordType::kProblem, size);
       r->id = id;
@@ -129,7 +129,7 @@ uint32_t intern_problem(ThreadState& t, const trace::ProblemDesc& d, uint64_t* h
       r->hash = h;
       trace::pack_problem(d, p + sizeof *r);
       memset(p + sizeof *r + packed, 0, size - sizeof *r - packed);
-      commit(t, size);
+      commit_kept(t, size);
     }
     if (g_new_problem_hook) g_new_problem_hook(id, d);
     alert_new_problem();
@@ -153,13 +153,13 @@ uint32_t intern_knobs(ThreadState& t, const trace::Knob* knobs, int n) {
   }
   return g_knobs.intern(x.h, &e, sizeof e, [&](uint32_t id) {
     uint32_t size = uint32_t(sizeof(trace::KnobsRecord) + e.n * sizeof(trace::Knob));
-    if (char* p = t.chunk != nullptr ? reserve(t, size) : nullptr) {
+    if (char* p = t.chunk != nullptr ? reserve_kept(t, size) : nullptr) {
       auto* r = reinterpret_cast<trace::KnobsRecord*>(p);
       r->h = trace::make_header(trace::RecordType::kKnobs, size);
       r->id = id;
       r->n = e.n;
       memcpy(r->knobs, e.knobs, e.n * sizeof(trace::Knob));
-      commit(t, size);
+      commit_kept(t, size);
     }
   });
 }

@@ -33,6 +33,17 @@ struct ThreadState {
   uint32_t pos;   // bytes used in the chunk's data area (kChunkDataSize when there is no chunk)
   trace::ChunkHeader* chunk;
   uint64_t* counts;  // &chunk->counts[0][device slot]; nullptr when calls are not counted
+  // Flight recorder: once `chunk` is a ring chunk (one that may be overwritten), records of the
+  // always-kept kinds go to a kept stream of chunks of their own (split = 1). Until then they
+  // share `chunk` with routine records.
+  uint8_t split;
+  uint8_t kept_only;      // every chunk of this writer is kept (the meta writer)
+  uint16_t keep_budget;   // records still kept because a plan selection is open on this thread
+  uint32_t kpos;          // like pos, for kchunk
+  trace::ChunkHeader* kchunk;
+  uint32_t kseq;          // kept chunks this thread has claimed
+  uint32_t chunk_idx;     // index of `chunk` in the file
+  uint32_t window_skipped;  // routine calls outside the capture window not yet added to the header
   uint32_t tid;
   uint32_t seq;            // chunks this thread has claimed
   int32_t device;          // cached current CUDA device, -1 when unknown
@@ -73,6 +84,45 @@ inline void commit(ThreadState& t, uint32_t bytes) {
   t.pos += bytes;
   __atomic_store_n(&t.chunk->used, t.pos, __ATOMIC_RELEASE);
 }
+
+char* reserve_kept_slow(ThreadState& t, uint32_t bytes);
+
+// Room for a record of an always-kept kind (a search, a plan selection, a failure, an allocation,
+// a problem; docs/flight-recorder.md): in the kept stream once the thread writes routine records
+// into the ring, else where reserve() puts it. Pair with commit_kept().
+inline char* reserve_kept(ThreadState& t, uint32_t bytes) {
+  if (__builtin_expect(!t.split, 1)) return reserve(t, bytes);
+  if (__builtin_expect(t.kpos + bytes <= trace::kChunkDataSize, 1)) return chunk_data(t.kchunk) + t.kpos;
+  return reserve_kept_slow(t, bytes);
+}
+
+inline void commit_kept(ThreadState& t, uint32_t bytes) {
+  if (__builtin_expect(!t.split, 1)) return commit(t, bytes);
+  t.kpos += bytes;
+  __atomic_store_n(&t.kchunk->used, t.kpos, __ATOMIC_RELEASE);
+}
+
+// Either stream: reserve_kept/commit_kept when `keep`, else reserve/commit.
+inline char* reserve_as(ThreadState& t, bool keep, uint32_t bytes) {
+  return keep ? reserve_kept(t, bytes) : reserve(t, bytes);
+}
+inline void commit_as(ThreadState& t, bool keep, uint32_t bytes) {
+  if (keep) {
+    commit_kept(t, bytes);
+  } else {
+    commit(t, bytes);
+  }
+}
+
+// Capture window (CUPROBE_DELAY_S, CUPROBE_DURATION_S): routine calls that start outside
+// [g_window_lo, g_window_hi) ticks are counted, not written. g_window_on is false without one.
+extern bool g_window_on;
+extern uint64_t g_window_lo;
+extern uint64_t g_window_hi;
+inline bool outside_window(uint64_t start_ticks) {
+  return __builtin_expect(g_window_on, 0) && (start_ticks < g_window_lo || start_ticks >= g_window_hi);
+}
+void note_outside_window(ThreadState& t);
 
 // Points t.counts at the thread's current chunk and device (after either changes).
 void retarget_counts(ThreadState& t);

@@ -26,6 +26,10 @@ namespace cuprobe::shim {
 ProcessTrace g_trace;
 pthread_mutex_t g_start_mutex = PTHREAD_MUTEX_INITIALIZER;
 pthread_mutex_t g_grow_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t g_ring_mutex = PTHREAD_MUTEX_INITIALIZER;
+bool g_window_on = false;
+uint64_t g_window_lo = 0;
+uint64_t g_window_hi = UINT64_MAX;
 
 namespace {
 
@@ -37,6 +41,15 @@ constexpr uint32_t kLargestSegmentChunks = 128;  // 8 MiB: what a finished trace
 // would otherwise land on the traced thread once every ~80 records.
 constexpr uint32_t kPrefaultAhead = 32;
 constexpr int kMadvPopulateWrite = 23;  // MADV_POPULATE_WRITE, absent from older headers
+
+// The ring never gives up its last chunks to the kept stream: with fewer, threads would
+// overwrite each other's newest records.
+constexpr uint32_t kMinRingChunks = 4;
+// The smallest ring configured (a trace limit of a few MiB): half of it can go to kept records.
+constexpr uint32_t kSmallestRing = 8;
+// Sealed ring chunks the circular buffer can hold beyond the ring's size: chunks claimed past it
+// while every ring chunk was some thread's current one.
+constexpr uint32_t kFifoSlack = 4096;
 
 uint64_t g_early_stats[trace::kStatCount];  // counted before the file exists
 
@@ -107,6 +120,40 @@ int create_trace_file(char* path, size_t cap) {
   return -1;
 }
 
+// The flight recorder's and the capture window's settings, into the new file's header. The ring
+// of kLast starts with the file; kAuto's when three quarters of the limit are claimed.
+void configure_ring(trace::FileHeader* hdr) {
+  trace::RingInfo& r = hdr->ring;
+  r.keep_mode = uint32_t(g_config.keep);
+  g_trace.ring_active = 0;
+  g_trace.ring_count = 0;
+  g_trace.fifo_head = g_trace.fifo_size = 0;
+  if (g_config.keep != trace::KeepMode::kAll) {
+    uint64_t bytes = g_config.keep == trace::KeepMode::kLast ? g_config.ring_bytes
+                                                             : uint64_t(g_trace.max_chunks / 4) * trace::kChunkSize;
+    uint64_t chunks = (bytes + trace::kChunkSize - 1) / trace::kChunkSize;
+    uint64_t cap = g_trace.max_chunks > kSmallestRing ? g_trace.max_chunks : kSmallestRing;
+    if (chunks > cap) chunks = cap;
+    if (chunks < kSmallestRing) chunks = kSmallestRing;
+    g_trace.ring_max = uint32_t(chunks);
+    g_trace.ring_switch_at = g_config.keep == trace::KeepMode::kLast || g_trace.max_chunks <= chunks
+                                 ? 0
+                                 : g_trace.max_chunks - uint32_t(chunks);
+    r.ring_bytes = chunks * trace::kChunkSize;
+    hdr->features |= trace::kFeatureFlightRecorder;
+  }
+  if (g_config.delay_ns != 0 || g_config.duration_ns != 0) {
+    // The window is measured from the shim's start in this process, in the trace's own ticks.
+    double tpn = clock_ticks_per_ns();
+    uint64_t lo = g_process_start.ticks + uint64_t(double(g_config.delay_ns) * tpn);
+    uint64_t hi = g_config.duration_ns == 0 ? UINT64_MAX : lo + uint64_t(double(g_config.duration_ns) * tpn);
+    r.window_lo_ticks = g_window_lo = lo;
+    r.window_hi_ticks = g_window_hi = hi;
+    hdr->features |= trace::kFeatureCaptureWindow;
+    __atomic_store_n(&g_window_on, true, __ATOMIC_RELEASE);
+  }
+}
+
 // Under g_start_mutex. Creates and maps the file, writes the header and the process records.
 bool start_trace_locked() {
   const char* why = nullptr;
@@ -149,6 +196,7 @@ bool start_trace_locked() {
   uint64_t max_chunks = g_config.max_bytes / trace::kChunkSize;
   g_trace.max_chunks = uint32_t(max_chunks > 0xfffffff0ull ? 0xfffffff0ull : (max_chunks < 4 ? 4 : max_chunks));
   __atomic_store_n(&g_trace.full, 0, __ATOMIC_RELAXED);
+  configure_ring(hdr);
   __atomic_store_n(&g_trace.hdr, hdr, __ATOMIC_RELEASE);
   install_signal_handlers();
   return true;
@@ -162,10 +210,7 @@ bool grow_locked(uint32_t idx) {
     uint32_t n = kFirstSegmentChunks << shift;
     if (n > kLargestSegmentChunks) n = kLargestSegmentChunks;
     if (n > g_trace.max_chunks - mapped) n = g_trace.max_chunks - mapped;
-    if (n == 0 || g_trace.n_segments == kMaxSegments) {
-      set_stat_max(trace::kStatTraceLimitHit, 1);
-      return false;
-    }
+    if (n == 0 || g_trace.n_segments == kMaxSegments) return false;
     off_t off = off_t(trace::kFileHeaderSize) + off_t(mapped) * trace::kChunkSize;
     size_t len = size_t(n) * trace::kChunkSize;
     int rc;
@@ -259,14 +304,25 @@ void start_prefault_helper() {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
-trace::ChunkHeader* claim_chunk(uint32_t tid, uint32_t seq) {
+// Makes a claimed chunk a fresh one of thread `tid`, published by its magic (release) last.
+void init_chunk(trace::ChunkHeader* c, uint32_t tid, uint32_t seq) {
+  c->tid = tid;
+  c->seq = seq;
+  c->used = 0;
+  c->anchor_ticks = now_ticks();
+  c->anchor_mono_ns = mono_ns();
+  __atomic_store_n(&c->magic, trace::kChunkMagic, __ATOMIC_RELEASE);
+}
+
+// A chunk never used before, from the end of the file; nullptr when the size limit is reached
+// (or the file cannot grow). *idx: its index.
+trace::ChunkHeader* claim_fresh(uint32_t tid, uint32_t seq, uint32_t* out_idx) {
   if (__atomic_load_n(&g_trace.full, __ATOMIC_RELAXED)) return nullptr;
   trace::FileHeader* hdr = g_trace.hdr;
   uint32_t idx = __atomic_load_n(&hdr->chunks_claimed, __ATOMIC_RELAXED);
   do {
     if (idx >= g_trace.max_chunks) {
       __atomic_store_n(&g_trace.full, 1, __ATOMIC_RELAXED);
-      set_stat_max(trace::kStatTraceLimitHit, 1);
       return nullptr;
     }
   } while (!__atomic_compare_exchange_n(&hdr->chunks_claimed, &idx, idx + 1, true, __ATOMIC_ACQ_REL,
@@ -284,23 +340,166 @@ trace::ChunkHeader* claim_chunk(uint32_t tid, uint32_t seq) {
     __atomic_store_n(&g_trace.full, 1, __ATOMIC_RELAXED);
     return nullptr;
   }
-  c->tid = tid;
-  c->seq = seq;
-  c->used = 0;
-  c->anchor_ticks = now_ticks();
-  c->anchor_mono_ns = mono_ns();
-  __atomic_store_n(&c->magic, trace::kChunkMagic, __ATOMIC_RELEASE);
+  init_chunk(c, tid, seq);
+  *out_idx = idx;
+  return c;
+}
+
+// ---- The flight recorder's ring --------------------------------------------------------------
+// Under g_ring_mutex. Routine chunks are claimed fresh until the ring holds ring_max chunks, then
+// the oldest sealed one (a chunk its thread moved on from) is overwritten. What it held is counted
+// in the header's RingInfo first, so the trace says what it lost.
+
+void ring_push(uint32_t idx) {
+  if (g_trace.fifo_size == g_trace.fifo_cap) return;  // cannot happen: the buffer has slack for every thread
+  g_trace.fifo[(g_trace.fifo_head + g_trace.fifo_size) % g_trace.fifo_cap] = idx;
+  g_trace.fifo_size++;
+}
+
+bool ring_pop(uint32_t* idx) {
+  if (g_trace.fifo_size == 0) return false;
+  *idx = g_trace.fifo[g_trace.fifo_head];
+  g_trace.fifo_head = (g_trace.fifo_head + 1) % g_trace.fifo_cap;
+  g_trace.fifo_size--;
+  return true;
+}
+
+template <typename T>
+void store_relaxed(T* p, T v) {
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+
+// Counts what a sealed ring chunk holds into RingInfo, then empties it and gives it to `tid`.
+trace::ChunkHeader* recycle(uint32_t idx, uint32_t tid, uint32_t seq) {
+  auto* c = chunk_at(idx);
+  if (c == nullptr) return nullptr;
+  trace::RingInfo& r = g_trace.hdr->ring;
+  uint64_t records = 0, calls = 0, counted = 0;
+  uint64_t first = r.overwritten_first_ticks, last = r.overwritten_last_ticks;
+  uint32_t used = __atomic_load_n(&c->used, __ATOMIC_ACQUIRE);
+  if (used > trace::kChunkDataSize) used = trace::kChunkDataSize;
+  const char* data = chunk_data(c);
+  for (uint32_t off = 0; off + sizeof(trace::RecordHeader) <= used;) {
+    auto* h = reinterpret_cast<const trace::RecordHeader*>(data + off);
+    if (h->size < sizeof(trace::RecordHeader) || h->size > used - off) break;
+    ++records;
+    if (h->type == uint8_t(trace::RecordType::kCall) && h->size >= sizeof(trace::CallRecord)) {
+      auto* rec = reinterpret_cast<const trace::CallRecord*>(h);
+      ++calls;
+      uint64_t end = rec->start_ticks + rec->dur_ticks;  // a long call's true end is later: close enough
+      if (first == 0 || rec->start_ticks < first) first = rec->start_ticks;
+      if (end > last) last = end;
+    }
+    off += h->size;
+  }
+  for (auto& row : c->counts) {
+    for (uint64_t n : row) counted += n;
+  }
+  for (uint64_t n : c->quiet_counts) counted += n;
+  // Invisible to readers first, then emptied, then published again as the new thread's.
+  __atomic_store_n(&c->magic, 0u, __ATOMIC_RELEASE);
+  __atomic_store_n(&c->used, 0u, __ATOMIC_RELEASE);
+  memset(c->counts, 0, sizeof c->counts);
+  memset(c->quiet_counts, 0, sizeof c->quiet_counts);
+  store_relaxed(&r.recycled_chunks, r.recycled_chunks + 1);
+  store_relaxed(&r.overwritten_records, r.overwritten_records + records);
+  store_relaxed(&r.overwritten_calls, r.overwritten_calls + calls);
+  store_relaxed(&r.overwritten_counted, r.overwritten_counted + counted);
+  store_relaxed(&r.overwritten_first_ticks, first);
+  store_relaxed(&r.overwritten_last_ticks, last);
+  init_chunk(c, tid, seq);
+  return c;
+}
+
+// Under g_ring_mutex: from now on routine chunks are ring chunks.
+void activate_ring_locked() {
+  if (g_trace.ring_active) return;
+  if (g_trace.fifo == nullptr || g_trace.fifo_cap < g_trace.ring_max + kFifoSlack) {
+    size_t cap = size_t(g_trace.ring_max) + kFifoSlack;
+    void* p = mmap(nullptr, cap * sizeof(uint32_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return;  // no ring: the trace stops growing at its limit, as with CUPROBE_KEEP=all
+    g_trace.fifo = static_cast<uint32_t*>(p);
+    g_trace.fifo_cap = uint32_t(cap);
+  }
+  g_trace.fifo_head = g_trace.fifo_size = 0;
+  g_trace.ring_count = 0;
+  store_relaxed(&g_trace.hdr->ring.started_ticks, now_ticks());
+  __atomic_store_n(&g_trace.ring_active, 1u, __ATOMIC_RELEASE);
+}
+
+bool ring_wanted() {
+  if (g_config.keep == trace::KeepMode::kAll) return false;
+  if (__atomic_load_n(&g_trace.ring_active, __ATOMIC_ACQUIRE)) return true;
+  return __atomic_load_n(&g_trace.hdr->chunks_claimed, __ATOMIC_RELAXED) >= g_trace.ring_switch_at;
+}
+
+// The next routine chunk of `t`: a fresh one before the ring starts; after, a fresh one while the
+// ring is smaller than wanted, else the oldest sealed ring chunk, overwritten. The thread's current
+// chunk, if a ring chunk, is sealed once the new one is had.
+trace::ChunkHeader* claim_routine(ThreadState& t, uint32_t* idx, bool* ring) {
+  *ring = false;
+  if (!ring_wanted()) {
+    trace::ChunkHeader* c = claim_fresh(t.tid, t.seq, idx);
+    if (c == nullptr && g_config.keep == trace::KeepMode::kAll) set_stat_max(trace::kStatTraceLimitHit, 1);
+    if (c != nullptr || g_config.keep == trace::KeepMode::kAll) return c;
+  }
+  pthread_mutex_lock(&g_ring_mutex);
+  activate_ring_locked();
+  trace::ChunkHeader* c = nullptr;
+  if (g_trace.ring_active) {
+    if (g_trace.ring_count < g_trace.ring_max && (c = claim_fresh(t.tid, t.seq, idx)) != nullptr) {
+      g_trace.ring_count++;
+    } else if (ring_pop(idx)) {
+      c = recycle(*idx, t.tid, t.seq);
+    } else if ((c = claim_fresh(t.tid, t.seq, idx)) != nullptr) {
+      g_trace.ring_count++;  // every ring chunk is some thread's current one: the ring grows
+    }
+    if (c != nullptr && t.split && t.chunk != nullptr) ring_push(t.chunk_idx);
+    *ring = c != nullptr;
+  }
+  pthread_mutex_unlock(&g_ring_mutex);
+  return c;
+}
+
+// A chunk for a kept stream: fresh while the file has room, then taken from the ring (the oldest
+// sealed ring chunk), as long as the ring keeps kMinRingChunks.
+trace::ChunkHeader* claim_kept(uint32_t tid, uint32_t seq, uint32_t* idx) {
+  if (trace::ChunkHeader* c = claim_fresh(tid, seq, idx)) return c;
+  if (!__atomic_load_n(&g_trace.ring_active, __ATOMIC_ACQUIRE)) return nullptr;
+  trace::ChunkHeader* c = nullptr;
+  pthread_mutex_lock(&g_ring_mutex);
+  if (g_trace.ring_count > kMinRingChunks && ring_pop(idx)) {
+    g_trace.ring_count--;
+    c = recycle(*idx, tid, seq);
+  }
+  pthread_mutex_unlock(&g_ring_mutex);
   return c;
 }
 
 // Claims the next chunk for `t`; false (and the thread's chunk unchanged) when none can be had.
 bool next_chunk(ThreadState& t) {
-  trace::ChunkHeader* c = claim_chunk(t.tid, t.seq);
+  uint32_t idx = 0;
+  bool ring = false;
+  trace::ChunkHeader* c = t.kept_only ? claim_kept(t.tid, t.seq, &idx) : claim_routine(t, &idx, &ring);
   if (c == nullptr) return false;
   t.chunk = c;
+  t.chunk_idx = idx;
   t.pos = 0;
   t.seq++;
+  // Kept records move to a stream of their own with the thread's first ring chunk. Set only here,
+  // between records: a record reserved in one stream is committed in the same one.
+  if (ring) t.split = 1;
   retarget_counts(t);
+  return true;
+}
+
+bool next_kept_chunk(ThreadState& t) {
+  uint32_t idx = 0;
+  trace::ChunkHeader* c = claim_kept(t.tid | trace::kKeptStreamBit, t.kseq, &idx);
+  if (c == nullptr) return false;
+  t.kchunk = c;
+  t.kpos = 0;
+  t.kseq++;
   return true;
 }
 
@@ -326,11 +525,19 @@ bool ensure_started() {
   return ok;
 }
 
-void setup_state(ThreadState& t, uint32_t tid) {
+void setup_state(ThreadState& t, uint32_t tid, bool kept_only) {
   t.tid = tid;
   t.chunk = nullptr;
   t.pos = trace::kChunkDataSize;  // no room until a chunk is claimed
   t.counts = nullptr;
+  t.split = 0;
+  t.kept_only = kept_only ? 1 : 0;
+  t.keep_budget = 0;
+  t.kchunk = nullptr;
+  t.kpos = trace::kChunkDataSize;
+  t.kseq = 0;
+  t.chunk_idx = 0;
+  t.window_skipped = 0;
   t.seq = 0;
   t.device = -1;
   t.device_probed = 0;
@@ -358,16 +565,51 @@ void trace_file_after_fork() {
   g_trace.started = 0;
   g_trace.failed = 0;
   g_trace.path[0] = 0;
+  g_trace.ring_active = 0;  // the ring buffer's memory (fifo) is kept for the child's ring
+  g_trace.ring_count = 0;
+  g_trace.fifo_head = g_trace.fifo_size = 0;
   pthread_mutex_init(&g_start_mutex, nullptr);
   pthread_mutex_init(&g_grow_mutex, nullptr);
+  pthread_mutex_init(&g_ring_mutex, nullptr);
 }
 
 char* reserve_slow(ThreadState& t, uint32_t bytes) {
   if (bytes > trace::kChunkDataSize || !next_chunk(t)) {
-    count_stat(trace::kStatDroppedEvents);
+    count_stat(t.kept_only ? trace::kStatKeptDropped : trace::kStatDroppedEvents);
     return nullptr;
   }
   return chunk_data(t.chunk);
+}
+
+char* reserve_kept_slow(ThreadState& t, uint32_t bytes) {
+  if (bytes > trace::kChunkDataSize || !next_kept_chunk(t)) {
+    count_stat(trace::kStatKeptDropped);
+    return nullptr;
+  }
+  return chunk_data(t.kchunk);
+}
+
+void seal_thread_chunk(ThreadState& t) {
+  if (!t.split || t.chunk == nullptr || t.kept_only) return;
+  pthread_mutex_lock(&g_ring_mutex);
+  if (g_trace.ring_active) ring_push(t.chunk_idx);
+  pthread_mutex_unlock(&g_ring_mutex);
+  // A call made after this (a later thread-local destructor) claims a chunk anew.
+  t.chunk = nullptr;
+  t.counts = nullptr;
+  t.pos = trace::kChunkDataSize;
+}
+
+void flush_window_skipped(ThreadState& t) {
+  trace::FileHeader* hdr = __atomic_load_n(&g_trace.hdr, __ATOMIC_ACQUIRE);
+  if (hdr != nullptr && t.window_skipped != 0) {
+    __atomic_fetch_add(&hdr->ring.outside_window_calls, uint64_t(t.window_skipped), __ATOMIC_RELAXED);
+  }
+  t.window_skipped = 0;
+}
+
+void note_outside_window(ThreadState& t) {
+  if (++t.window_skipped >= 1024) flush_window_skipped(t);
 }
 
 void retarget_counts(ThreadState& t) {

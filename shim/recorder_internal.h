@@ -19,6 +19,10 @@ struct Config {
   char out_dir[4096];
   uint64_t max_bytes;
   bool quiet;
+  trace::KeepMode keep;  // CUPROBE_KEEP
+  uint64_t ring_bytes;   // kLast: the ring's size
+  uint64_t delay_ns;     // CUPROBE_DELAY_S: capture window start after the shim's start; 0 none
+  uint64_t duration_ns;  // CUPROBE_DURATION_S: its length; 0 to the end
 };
 extern Config g_config;
 
@@ -63,15 +67,28 @@ struct ProcessTrace {
   uint32_t started;  // atomic: the file exists and is mapped
   uint32_t failed;   // atomic: creating it failed; this process is not traced
   char path[4096 + 256];
+  // Flight recorder (docs/flight-recorder.md), under g_ring_mutex but `ring_active` (atomic).
+  uint32_t ring_active;     // routine chunks are ring chunks from now on
+  uint32_t ring_max;        // ring chunks wanted
+  uint32_t ring_switch_at;  // kAuto: chunks claimed when the ring begins
+  uint32_t ring_count;      // ring chunks in the file (sealed and threads' current ones)
+  uint32_t* fifo;           // sealed ring chunks, oldest first (a circular buffer)
+  uint32_t fifo_cap, fifo_head, fifo_size;
 };
 extern ProcessTrace g_trace;
 extern pthread_mutex_t g_start_mutex;
 extern pthread_mutex_t g_grow_mutex;
+extern pthread_mutex_t g_ring_mutex;
 
 // Creates and maps the file at the first call of the process; false when it cannot be had.
 bool ensure_started();
-// Sets up a writer's state for thread `tid` and claims its first chunk.
-void setup_state(ThreadState& t, uint32_t tid);
+// Sets up a writer's state for thread `tid` and claims its first chunk. A `kept_only` writer (the
+// meta writer) never writes into the ring.
+void setup_state(ThreadState& t, uint32_t tid, bool kept_only = false);
+// A thread that ends gives its current ring chunk back to the ring (sealed: it may be overwritten).
+void seal_thread_chunk(ThreadState& t);
+// Adds a thread's routine calls skipped outside the capture window to the header.
+void flush_window_skipped(ThreadState& t);
 // In a forked child: drops every mapping of the parent's file.
 void trace_file_after_fork();
 

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "keep_spec.h"
 #include "process_info.h"
 
 namespace cuprobe::shim {
@@ -155,6 +156,18 @@ void do_configure() {
   uint64_t max_mb = env_number("CUPROBE_MAX_MB", 0, UINT64_MAX, kDefaultMaxBytes >> 20, "a number of MiB",
                                "the default 4096");
   g_config.max_bytes = max_mb > (UINT64_MAX >> 20) ? UINT64_MAX : max_mb << 20;
+  g_config.keep = trace::KeepMode::kAuto;
+  g_config.ring_bytes = 0;
+  if (const char* keep = getenv("CUPROBE_KEEP"); keep != nullptr && *keep != 0) {
+    if (!parse_keep(keep, &g_config.keep, &g_config.ring_bytes)) {
+      warn_env("CUPROBE_KEEP", keep, kKeepExpected, "the default, auto");
+      g_config.keep = trace::KeepMode::kAuto;
+    }
+  }
+  constexpr uint64_t kMaxWindowS = 100ull * 365 * 24 * 3600;
+  g_config.delay_ns = env_number("CUPROBE_DELAY_S", 0, kMaxWindowS, 0, "a number of seconds", "no delay") * 1000000000ull;
+  g_config.duration_ns =
+      env_number("CUPROBE_DURATION_S", 1, kMaxWindowS, 0, "a number of seconds from 1", "no end") * 1000000000ull;
   g_launch_events = env_bool("CUPROBE_LAUNCH_EVENTS");
   static const char* const kClocks[] = {"auto", "monotonic", "tsc", "counter", nullptr};
   const char* clock = env_word("CUPROBE_CLOCK", kClocks, "auto, monotonic or tsc", "auto");
@@ -243,23 +256,27 @@ void on_thread_exit(void*) {
   if (t.mode != kThreadReady || t.chunk == nullptr) return;
   t.mode = kThreadBusy;
   constexpr uint32_t kSize = sizeof(trace::ThreadEnd);
-  if (char* p = reserve(t, kSize)) {
+  if (char* p = reserve_kept(t, kSize)) {
     auto* r = reinterpret_cast<trace::ThreadEnd*>(p);
     r->h = trace::make_header(trace::RecordType::kThreadEnd, kSize);
     r->ticks = now_ticks();
-    commit(t, kSize);
+    commit_kept(t, kSize);
   }
+  flush_window_skipped(t);
+  seal_thread_chunk(t);
   t.mode = kThreadReady;
 }
 
 void atfork_prepare() {
   pthread_mutex_lock(&g_start_mutex);
   pthread_mutex_lock(&g_meta_mutex);
+  pthread_mutex_lock(&g_ring_mutex);
   pthread_mutex_lock(&g_grow_mutex);
 }
 
 void atfork_parent() {
   pthread_mutex_unlock(&g_grow_mutex);
+  pthread_mutex_unlock(&g_ring_mutex);
   pthread_mutex_unlock(&g_meta_mutex);
   pthread_mutex_unlock(&g_start_mutex);
 }
@@ -303,15 +320,18 @@ void fatal_signal_handler(int sig, siginfo_t* info, void* ucontext) {
   }
   if (trace_is_ours()) {
     ThreadState& t = t_state;
-    if (t.mode != kThreadUnset && t.chunk != nullptr && t.pos + sizeof(trace::CrashRecord) <= trace::kChunkDataSize) {
-      auto* r = reinterpret_cast<trace::CrashRecord*>(chunk_data(t.chunk) + t.pos);
+    // In the kept stream when the thread has one with room (a ring chunk could still be
+    // overwritten while other threads run on), else in the thread's chunk.
+    bool kept = t.split && t.kchunk != nullptr && t.kpos + sizeof(trace::CrashRecord) <= trace::kChunkDataSize;
+    if (kept || (t.mode != kThreadUnset && t.chunk != nullptr && t.pos + sizeof(trace::CrashRecord) <= trace::kChunkDataSize)) {
+      auto* r = reinterpret_cast<trace::CrashRecord*>(kept ? chunk_data(t.kchunk) + t.kpos : chunk_data(t.chunk) + t.pos);
       r->h = trace::make_header(trace::RecordType::kCrash, sizeof(trace::CrashRecord));
       r->signal = sig;
       r->api_in_flight = t.inflight_api;
       r->pad = 0;
       r->ticks = now_ticks();
       r->in_flight_start_ticks = t.inflight_start;
-      commit(t, sizeof(trace::CrashRecord));
+      commit_kept(t, sizeof(trace::CrashRecord));
     }
     trace::FileHeader* hdr = g_trace.hdr;
     fill_anchor(&hdr->end);

@@ -47,6 +47,33 @@ inline double job_s(const ProcessFacts& p, uint64_t ts_ns) {
 
 inline double seconds(uint64_t ns) { return double(ns) / 1e9; }
 
+// What of its run a process's trace holds, when the flight recorder overwrote routine calls or a
+// capture window left them out (docs/flight-recorder.md); "" when it holds every call. Times are
+// seconds since the process started tracing.
+inline std::string coverage_text(const ProcessFacts& p) {
+  if (p.trace == nullptr) return "";
+  const reader::Coverage& c = p.trace->coverage();
+  if (!c.partial()) return "";
+  uint64_t t0 = p.trace->start_ns();
+  auto at = [t0](uint64_t ns) { return ns > t0 ? double(ns - t0) / 1e9 : 0.0; };
+  std::string text;
+  if (c.overwritten()) {
+    text = fmt::format("routine calls (executions, copies, synchronizations) only from {:.2f} s of its {:.2f} s on: the "
+                       "flight recorder kept the last {:.0f} MiB of them and overwrote {} calls",
+                       at(c.overwritten_last_ns), at(p.last_ns), double(c.ring_bytes) / (1 << 20), c.overwritten_calls);
+    if (c.overwritten_counted) text += fmt::format(" and the counts of {} kernel launches and queries", c.overwritten_counted);
+  }
+  if (c.window) {
+    if (!text.empty()) text += "; ";
+    text += c.window_hi_ns == UINT64_MAX
+                ? fmt::format("routine calls only from {:.2f} s on (capture window)", at(c.window_lo_ns))
+                : fmt::format("routine calls only from {:.2f} s to {:.2f} s (capture window)", at(c.window_lo_ns),
+                              at(c.window_hi_ns));
+    if (c.outside_window_calls) text += fmt::format(", {} outside it not recorded", c.outside_window_calls);
+  }
+  return text + "; searches, plan selections, failures and allocations cover the whole run";
+}
+
 // Where the last half of the job begins: its middle step when at least four steps are known,
 // else the middle of its time (from its first CUDA/cuDNN work to the end of its last call).
 inline uint64_t last_half_start(const ProcessFacts& p) {

@@ -26,6 +26,37 @@ std::string seconds_text(double s) {
   return fmt::format("{:.1f} ms", s * 1e3);
 }
 
+// A finding about a process whose trace lacks part of its routine calls (flight recorder, capture
+// window) says which part of the run it rests on: in its message and as evidence.coverage.
+void note_coverage(const AllFacts& all, std::vector<Finding>& findings) {
+  std::map<uint32_t, const ProcessFacts*> partial;
+  for (const ProcessFacts& p : all.processes) {
+    if (p.trace != nullptr && p.trace->coverage().partial()) partial[p.pid] = &p;
+  }
+  if (partial.empty()) return;
+  for (Finding& f : findings) {
+    std::vector<const ProcessFacts*> concerned;
+    if (f.pids.empty()) {
+      for (const auto& [pid, p] : partial) concerned.push_back(p);
+    } else {
+      for (uint32_t pid : f.pids) {
+        if (auto it = partial.find(pid); it != partial.end()) concerned.push_back(it->second);
+      }
+    }
+    if (concerned.empty()) continue;
+    json cov = json::array();
+    std::string text;
+    for (const ProcessFacts* p : concerned) {
+      std::string what = coverage_text(*p);
+      cov.push_back({{"pid", p->pid}, {"text", what}});
+      if (cov.size() <= 2) text += fmt::format("{}{}: {}", text.empty() ? "" : "; ", process_label(*p), what);
+    }
+    if (cov.size() > 2) text += fmt::format("; and {} more processes", cov.size() - 2);
+    f.evidence["coverage"] = cov;
+    f.message += fmt::format(" [Rests on partial traces: {}.]", text);
+  }
+}
+
 json summarize(const AllFacts& all) {
   std::set<std::string> hosts;
   std::set<int> ranks;
@@ -96,6 +127,24 @@ json summarize(const AllFacts& all) {
                                                                    : "incomplete";
     std::string cmd;
     for (const auto& a : t.process().cmdline) cmd += (cmd.empty() ? "" : " ") + a;
+    json coverage = nullptr;
+    if (const reader::Coverage& c = t.coverage(); c.ring_bytes != 0 || c.window) {
+      uint64_t t0 = t.start_ns();
+      auto at = [t0](uint64_t ns) { return ns > t0 ? double(ns - t0) / 1e9 : 0.0; };
+      coverage = {{"keep", c.keep == trace::KeepMode::kLast ? "last" : c.keep == trace::KeepMode::kAuto ? "auto" : "all"},
+                  {"ring_bytes", c.ring_bytes},
+                  {"ring_started_s", c.ring_started_ns ? json(at(c.ring_started_ns)) : json(nullptr)},
+                  {"overwritten_calls", c.overwritten_calls},
+                  {"overwritten_records", c.overwritten_records},
+                  {"overwritten_counted", c.overwritten_counted},
+                  {"complete_from_s", c.overwritten() ? json(at(c.overwritten_last_ns)) : json(0.0)},
+                  {"text", coverage_text(p)}};
+      if (c.window) {
+        coverage["window_from_s"] = at(c.window_lo_ns);
+        coverage["window_to_s"] = c.window_hi_ns == UINT64_MAX ? json(nullptr) : json(at(c.window_hi_ns));
+        coverage["outside_window_calls"] = c.outside_window_calls;
+      }
+    }
     processes.push_back({{"pid", p.pid},
                          {"host", p.host},
                          {"rank", p.rank},
@@ -108,7 +157,9 @@ json summarize(const AllFacts& all) {
                          {"state", state},
                          {"searches", p.searches.size()},
                          {"memory", mem},
-                         {"dropped_events", t.stat(trace::kStatDroppedEvents)}});
+                         {"dropped_events", t.stat(trace::kStatDroppedEvents)},
+                         {"kept_dropped", t.stat(trace::kStatKeptDropped)},
+                         {"coverage", coverage}});
     for (const auto& [d, dev] : t.devices()) {
       std::string key = p.host + "/" + dev.uuid;
       if (!device_keys.insert(key).second) continue;
@@ -210,6 +261,7 @@ Result<Report> analyze(const AnalyzeOptions& options) {
     }
     rule_registry().at(id)(spec, all, [&](Finding f) { report.findings.push_back(std::move(f)); });
   }
+  note_coverage(all, report.findings);
   std::stable_sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {
     if (a.severity != b.severity) return a.severity > b.severity;
     return a.impact_s > b.impact_s;
@@ -299,6 +351,9 @@ void print_report(const Report& r, bool color, FILE* out) {
     }
     fmt::print(out, "  {}: {} events, {}, {}, {} searches{}{}\n", p["label"].get<std::string>(), p["events"].get<uint64_t>(), seconds_text(p["duration_s"].get<double>()), p["state"].get<std::string>(),
                p["searches"].get<int>(), mem.empty() ? "" : "; " + mem, "");
+    if (const json& c = p["coverage"]; c.is_object() && !c["text"].get<std::string>().empty()) {
+      fmt::print(out, "    trace holds: {}\n", c["text"].get<std::string>());
+    }
   }
   if (!s["faults"].empty()) {
     fmt::print(out, "  fault injection (these failures were made by cuprobe; findings below leave them out "

@@ -150,6 +150,26 @@ void print_process(const reader::Trace& t, JsonLine& j) {
   }
   stats += '}';
   j.raw("stats", stats);
+  const reader::Coverage& cov = t.coverage();
+  if (cov.ring_bytes != 0 || cov.window) {
+    JsonLine cj;
+    cj.begin();
+    cj.str("keep", cov.keep == trace::KeepMode::kLast ? "last" : cov.keep == trace::KeepMode::kAuto ? "auto" : "all");
+    cj.num("ring_bytes", cov.ring_bytes);
+    if (cov.ring_started_ns) cj.num("ring_started_ns", cov.ring_started_ns);
+    cj.num("recycled_chunks", cov.recycled_chunks);
+    cj.num("overwritten_records", cov.overwritten_records);
+    cj.num("overwritten_calls", cov.overwritten_calls);
+    cj.num("overwritten_counted", cov.overwritten_counted);
+    if (cov.overwritten_first_ns) cj.num("overwritten_first_ns", cov.overwritten_first_ns);
+    if (cov.overwritten_last_ns) cj.num("overwritten_last_ns", cov.overwritten_last_ns);
+    if (cov.window) {
+      cj.num("window_lo_ns", cov.window_lo_ns);
+      if (cov.window_hi_ns != UINT64_MAX) cj.num("window_hi_ns", cov.window_hi_ns);
+      cj.num("outside_window_calls", cov.outside_window_calls);
+    }
+    j.raw("coverage", std::string(cj.finish()));
+  }
   if (!t.diagnostics().empty()) j.raw("diagnostics", string_array(t.diagnostics()));
   j.end(stdout);
 }

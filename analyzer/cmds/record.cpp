@@ -32,6 +32,7 @@
 #include "cli.h"
 #include "fault_plan.h"
 #include "faults/plan_builder.h"
+#include "keep_spec.h"
 #include "trace/reader.h"
 
 namespace cuprobe::cli {
@@ -57,8 +58,18 @@ Options:
       --append        allow a run directory that already holds traces
       --launch-events record every kernel launch as an event (default: counted per thread and
                       device, which costs a few nanoseconds per launch)
-      --max-mb N      per-process trace size limit in MiB (default 4096); past it, events are
-                      dropped and counted, never waited for
+      --max-mb N      per-process trace size limit in MiB (default 4096); what happens when a
+                      trace gets there is --keep's choice
+      --keep WHAT     what a long job's trace keeps (docs/flight-recorder.md): auto (default:
+                      every event up to three quarters of --max-mb, then a flight recorder over
+                      the last quarter), last:SIZE (a flight recorder from the start: the last
+                      SIZE of routine calls, such as last:512MiB), or all (every event up to the
+                      limit, none after it). The flight recorder overwrites the oldest routine
+                      calls (executions, copies, synchronizations) and never searches, plan
+                      selections, failures, faults, allocations, problems or stacks
+      --delay S       record routine calls only from S seconds after each process starts
+                      (searches, failures and allocations are recorded all along)
+      --duration S    ... and only for S seconds (with or without --delay)
       --clock KIND    timestamp source: auto (default; the invariant TSC when there is one) or
                       monotonic (CLOCK_MONOTONIC for every timestamp)
       --stacks MODE   which calls carry their call stack (native, and the Python lines when
@@ -106,9 +117,9 @@ capabilities), a statically linked one, or one started through sudo, su, doas, p
 runuser or env -i, which clear the environment. docs/record.md has the details.
 
 Environment set for COMMAND: LD_PRELOAD (the shim appended), CUPROBE_OUT (absolute run
-directory), and CUPROBE_LAUNCH_EVENTS, CUPROBE_MAX_MB, CUPROBE_CLOCK, CUPROBE_FAULTS,
-CUPROBE_MEM_CAP, CUPROBE_STACKS, CUPROBE_STACK_DEPTH, CUPROBE_STACK_MIN_BYTES, CUPROBE_ALERTS
-when the options ask. Under plain LD_PRELOAD, set CUPROBE_FAULTS (rules separated by ';') and
+directory), and CUPROBE_LAUNCH_EVENTS, CUPROBE_MAX_MB, CUPROBE_KEEP, CUPROBE_DELAY_S,
+CUPROBE_DURATION_S, CUPROBE_CLOCK, CUPROBE_FAULTS, CUPROBE_MEM_CAP, CUPROBE_STACKS,
+CUPROBE_STACK_DEPTH, CUPROBE_STACK_MIN_BYTES, CUPROBE_ALERTS when the options ask. Under plain LD_PRELOAD, set CUPROBE_FAULTS (rules separated by ';') and
 CUPROBE_MEM_CAP yourself; a malformed plan is then reported on stderr and nothing is injected.
 Set CUPROBE_SHIM to use a shim other than the one installed beside this command.
 )";
@@ -169,6 +180,12 @@ bool is_depth(const std::string& v) {
 }
 bool is_clock(const std::string& v) { return v == "auto" || v == "monotonic" || v == "tsc" || v == "counter"; }
 bool is_stack_mode(const std::string& v) { return v == "off" || v == "errors" || v == "alloc" || v == "all"; }
+bool is_keep(const std::string& v) {
+  trace::KeepMode mode;
+  uint64_t bytes = 0;
+  return parse_keep(v.c_str(), &mode, &bytes);
+}
+bool is_positive(const std::string& v) { return is_number(v) && v.find_first_not_of('0') != std::string::npos; }
 bool is_alerts(const std::string& v) {
   return v == "on" || v == "off" || v == "1" || v == "0" || v == "stderr" || (v.rfind("file:", 0) == 0 && v.size() > 5);
 }
@@ -191,6 +208,9 @@ constexpr ShimVariable kShimVariables[] = {
     {"CUPROBE_ALERTS", "on, off or file:PATH", is_alerts},
     {"CUPROBE_ALERTS_STORM_S", "a number of seconds", is_number},
     {"CUPROBE_ALERTS_STORM_NEW", "a number of new problems", is_number},
+    {"CUPROBE_KEEP", kKeepExpected, is_keep},
+    {"CUPROBE_DELAY_S", "a number of seconds", is_number},
+    {"CUPROBE_DURATION_S", "a number of seconds from 1", is_positive},
 };
 
 using EnvList = std::vector<std::pair<std::string, std::string>>;
@@ -536,6 +556,9 @@ void report(const std::string& dir, const EnvList& env, const std::string& obsta
   uint64_t events = 0;
   uint64_t bytes = 0;
   uint64_t dropped = 0;
+  uint64_t kept_dropped = 0;
+  uint64_t overwritten = 0;
+  int ringed = 0;
   uint64_t missing = 0;
   uint64_t rejected = 0;
   int unfinished = 0;
@@ -550,6 +573,9 @@ void report(const std::string& dir, const EnvList& env, const std::string& obsta
     }
     events += (*t)->call_records();
     dropped += (*t)->stat(trace::kStatDroppedEvents);
+    kept_dropped += (*t)->stat(trace::kStatKeptDropped);
+    overwritten += (*t)->coverage().overwritten_calls;
+    if ((*t)->coverage().overwritten()) ++ringed;
     missing += (*t)->stat(trace::kStatMissingSymbols);
     rejected += (*t)->stat(trace::kStatFaultPlanRejected);
     for (const auto& r : (*t)->fault_rules()) injected[r.name] += r.injected;
@@ -557,7 +583,16 @@ void report(const std::string& dir, const EnvList& env, const std::string& obsta
   }
   fmt::print(stderr, "cuprobe: trace in {} ({} process{}, {} events, {})\n", dir, files->size(),
              files->size() == 1 ? "" : "es", events, human_bytes(bytes));
+  if (overwritten) {
+    fmt::print(stderr, "cuprobe: the flight recorder of {} process{} kept the last routine calls and overwrote {} older "
+                       "ones; searches, failures and allocations are all there (docs/flight-recorder.md)\n",
+               ringed, ringed == 1 ? "" : "es", overwritten);
+  }
   if (dropped) fmt::print(stderr, "cuprobe: warning: {} events were dropped (trace size limit or full disk)\n", dropped);
+  if (kept_dropped) {
+    fmt::print(stderr, "cuprobe: warning: {} searches, failures or allocations were dropped: the trace size limit was "
+                       "reached even with the flight recorder's ring at its smallest; raise --max-mb\n", kept_dropped);
+  }
   if (missing) fmt::print(stderr, "cuprobe: warning: {} calls found no real function to forward to\n", missing);
   if (rejected) fmt::print(stderr, "cuprobe: warning: {} process{} refused the fault plan; nothing was injected there\n",
                            rejected, rejected == 1 ? "" : "es");
@@ -595,6 +630,18 @@ int cmd_record(const Args& args) {
   options.flag("--launch-events", [&] { env.emplace_back("CUPROBE_LAUNCH_EVENTS", "1"); });
   options.value("--max-mb", [&](const std::string& v) {
     env.emplace_back("CUPROBE_MAX_MB", std::to_string(parse_count("--max-mb", v)));
+  });
+  options.value("--keep", [&](const std::string& v) {
+    if (!is_keep(v)) throw UsageError(fmt::format("--keep expects {}, got '{}'", kKeepExpected, v));
+    env.emplace_back("CUPROBE_KEEP", v);
+  });
+  options.value("--delay", [&](const std::string& v) {
+    env.emplace_back("CUPROBE_DELAY_S", std::to_string(parse_count("--delay", v)));
+  });
+  options.value("--duration", [&](const std::string& v) {
+    unsigned long long n = parse_count("--duration", v);
+    if (n == 0) throw UsageError("--duration expects a number of seconds from 1");
+    env.emplace_back("CUPROBE_DURATION_S", std::to_string(n));
   });
   options.value("--clock", [&](const std::string& kind) {
     if (kind != "auto" && kind != "monotonic" && kind != "tsc") {

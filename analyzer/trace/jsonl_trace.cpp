@@ -552,6 +552,26 @@ class JsonlTrace : public Trace {
     for (uint32_t s = 0; s < trace::kStatCount; ++s) {
       if (trace::kStatNames[s]) stats[s] = u64(st, trace::kStatNames[s]);
     }
+    Coverage cov;
+    if (const json* c = find(j, "coverage")) {
+      if (!c->is_object()) bad("coverage", *c, "an object");
+      std::string keep = str(*c, "keep", "all");
+      cov.keep = keep == "last" ? trace::KeepMode::kLast : keep == "auto" ? trace::KeepMode::kAuto : trace::KeepMode::kAll;
+      cov.ring_bytes = u64(*c, "ring_bytes");
+      cov.ring_started_ns = u64(*c, "ring_started_ns");
+      cov.recycled_chunks = u64(*c, "recycled_chunks");
+      cov.overwritten_records = u64(*c, "overwritten_records");
+      cov.overwritten_calls = u64(*c, "overwritten_calls");
+      cov.overwritten_counted = u64(*c, "overwritten_counted");
+      cov.overwritten_first_ns = u64(*c, "overwritten_first_ns");
+      cov.overwritten_last_ns = u64(*c, "overwritten_last_ns");
+      if (find(*c, "window_lo_ns") != nullptr) {
+        cov.window = true;
+        cov.window_lo_ns = u64(*c, "window_lo_ns");
+        cov.window_hi_ns = find(*c, "window_hi_ns") != nullptr ? u64(*c, "window_hi_ns") : UINT64_MAX;
+        cov.outside_window_calls = u64(*c, "outside_window_calls");
+      }
+    }
     std::vector<CudnnHandle> handles;
     for (const auto& h : array(j, "cudnn_handles")) {
       if (!h.is_object()) bad("cudnn_handles", h, "an object");
@@ -565,6 +585,7 @@ class JsonlTrace : public Trace {
     end_mono_ns_ = end;
     state_ = state;
     end_signal_ = signal;
+    coverage_ = cov;
     thread_count_ = size_t(std::min<uint64_t>(threads, std::numeric_limits<size_t>::max()));
     for (const auto& [key, value] : properties) properties_[key] = value;
     devices_ = std::move(devices);

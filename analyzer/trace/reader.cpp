@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <queue>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -520,7 +521,13 @@ bool TraceFile::load(std::string* error) {
   for (auto& [tid, t] : threads_) {
     std::sort(t.chunks.begin(), t.chunks.end(), [](const ChunkRef& a, const ChunkRef& b) { return a.seq < b.seq; });
   }
-  thread_count_ = threads_.size() - threads_.count(trace::kMetaTid);
+  {
+    std::set<uint32_t> tids;
+    for (const auto& [key, t] : threads_) {
+      if (key != trace::kMetaTid) tids.insert(t.tid);
+    }
+    thread_count_ = tids.size();
+  }
   // Python frames name their file and function by string ids, known once every chunk was read.
   for (const auto& [id, f] : raw_python_) {
     stacks_[id].python.push_back(PyFrame{string(f.file), string(f.function), f.line});
@@ -533,6 +540,7 @@ bool TraceFile::load(std::string* error) {
   }
   clock_.init(trace::ClockKind(hdr.clock_kind), hdr.ticks_per_ns, std::move(anchors));
   if (call_records_ > 0) last_event_ns_ = clock_.to_ns(last_ticks_);
+  read_coverage(hdr);
   for (const auto& [tid, rec] : raw_crashes_) {
     Crash c;
     c.signal = rec->signal;
@@ -588,6 +596,28 @@ bool TraceFile::load(std::string* error) {
   return true;
 }
 
+void TraceFile::read_coverage(const trace::FileHeader& hdr) {
+  const trace::RingInfo& r = hdr.ring;
+  Coverage& c = coverage_;
+  c.keep = r.keep_mode <= uint32_t(trace::KeepMode::kAuto) ? trace::KeepMode(r.keep_mode) : trace::KeepMode::kAll;
+  if (hdr.features & trace::kFeatureFlightRecorder) {
+    c.ring_bytes = r.ring_bytes;
+    c.ring_started_ns = r.started_ticks ? clock_.to_ns(r.started_ticks) : 0;
+    c.recycled_chunks = r.recycled_chunks;
+    c.overwritten_records = r.overwritten_records;
+    c.overwritten_calls = r.overwritten_calls;
+    c.overwritten_counted = r.overwritten_counted;
+    if (r.overwritten_first_ticks) c.overwritten_first_ns = clock_.to_ns(r.overwritten_first_ticks);
+    if (r.overwritten_last_ticks) c.overwritten_last_ns = clock_.to_ns(r.overwritten_last_ticks);
+  }
+  if (hdr.features & trace::kFeatureCaptureWindow) {
+    c.window = true;
+    c.window_lo_ns = clock_.to_ns(r.window_lo_ticks);
+    c.window_hi_ns = r.window_hi_ticks == UINT64_MAX ? UINT64_MAX : clock_.to_ns(r.window_hi_ticks);
+    c.outside_window_calls = r.outside_window_calls;
+  }
+}
+
 void TraceFile::damaged(const char* what, uint32_t chunk, uint32_t off) {
   Damage& d = damage_[what];
   if (d.count++ == 0) {
@@ -607,8 +637,12 @@ bool TraceFile::in_range(const trace::CallRecord* r) const {
 void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
                            std::vector<std::pair<uint64_t, uint64_t>>& anchors) {
   uint32_t used = c->used;
+  // A kept-stream chunk (flight recorder) belongs to its thread like the others; it is read as a
+  // stream of its own (its own seq order) and merged by time with the thread's routine chunks.
+  const uint32_t key = c->tid;
+  const uint32_t tid = key == trace::kMetaTid ? key : key & ~trace::kKeptStreamBit;
   if (used > trace::kChunkDataSize) {
-    note(fmt::format("chunk {} (thread {}): used size {} exceeds the chunk; read as empty", index, c->tid, used));
+    note(fmt::format("chunk {} (thread {}): used size {} exceeds the chunk; read as empty", index, tid, used));
     used = 0;
   }
   anchors.emplace_back(c->anchor_ticks, c->anchor_mono_ns);
@@ -616,11 +650,11 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
   for (int slot = 0; slot < trace::kCountSlots; ++slot) {
     for (int d = 0; d <= trace::kCountDevices; ++d) {
       uint64_t n = c->counts[slot][d];
-      if (n != 0) raw_counts_.push_back(RawCount{c->tid, trace::kApiCounted, slot, d == trace::kCountDevices ? -1 : d, n});
+      if (n != 0) raw_counts_.push_back(RawCount{tid, trace::kApiCounted, slot, d == trace::kCountDevices ? -1 : d, n});
     }
   }
   for (int slot = 0; slot < trace::kQuietSlots; ++slot) {
-    if (uint64_t n = c->quiet_counts[slot]) raw_counts_.push_back(RawCount{c->tid, trace::kApiQuiet, slot, -1, n});
+    if (uint64_t n = c->quiet_counts[slot]) raw_counts_.push_back(RawCount{tid, trace::kApiQuiet, slot, -1, n});
   }
   const char* data = reinterpret_cast<const char*>(c) + trace::kChunkHeaderSize;
   uint32_t off = 0;
@@ -628,7 +662,7 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
     auto* h = reinterpret_cast<const trace::RecordHeader*>(data + off);
     if (h->size < sizeof(trace::RecordHeader) || h->size % 8 != 0 || h->size > used - off) {
       note(fmt::format("chunk {} (thread {}) offset {}: invalid record size {}; the rest of this chunk ({} bytes) is skipped",
-                       index, c->tid, off, h->size, used - off));
+                       index, tid, off, h->size, used - off));
       break;
     }
     const char* rec = data + off;
@@ -655,9 +689,9 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
         }
         ++calls_per_api_[h->aux];
         if (h->aux >= apis_.size() || apis_[h->aux].name.empty()) {
-          maybe_handles_.emplace_back(c->tid, r);
+          maybe_handles_.emplace_back(tid, r);
         } else if (apis_[h->aux].flags & trace::kApiHandleCreate) {
-          note_handle(c->tid, r);
+          note_handle(tid, r);
         }
         break;
       }
@@ -858,15 +892,16 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
           damaged("crash records too short", index, off);
           break;
         }
-        raw_crashes_.emplace_back(c->tid, reinterpret_cast<const trace::CrashRecord*>(rec));
+        raw_crashes_.emplace_back(tid, reinterpret_cast<const trace::CrashRecord*>(rec));
         break;
       default:
         break;  // kThreadEnd and types from newer writers
     }
     off += h->size;
   }
-  Thread& t = threads_[c->tid];
-  t.tid = c->tid;
+  Thread& t = threads_[key];
+  t.tid = tid;
+  t.key = key;
   t.chunks.push_back(ChunkRef{c->seq, index, off});
 }
 
@@ -913,7 +948,7 @@ void TraceFile::for_each_event(const std::function<void(const Event&)>& fn) cons
   };
   auto later = [](const Cursor& a, const Cursor& b) {
     if (a.start_ticks != b.start_ticks) return a.start_ticks > b.start_ticks;
-    return a.thread->tid > b.thread->tid;
+    return a.thread->key > b.thread->key;
   };
   std::priority_queue<Cursor, std::vector<Cursor>, decltype(later)> heap(later);
   for (const auto& [tid, t] : threads_) {

@@ -148,6 +148,29 @@ struct Problem {
   trace::ProblemDesc desc{};
 };
 
+// What a trace holds of a long run (trace_format.h RingInfo), in the process's CLOCK_MONOTONIC ns:
+// the flight recorder's ring and what it overwrote, and the capture window. A trace written with
+// every event (CUPROBE_KEEP=all, or one that never grew past three quarters of its limit) has
+// nothing overwritten and no window.
+struct Coverage {
+  trace::KeepMode keep = trace::KeepMode::kAll;
+  uint64_t ring_bytes = 0;       // 0: no ring was configured
+  uint64_t ring_started_ns = 0;  // 0: routine events never went to the ring
+  uint64_t recycled_chunks = 0;
+  uint64_t overwritten_records = 0;
+  uint64_t overwritten_calls = 0;
+  uint64_t overwritten_counted = 0;
+  uint64_t overwritten_first_ns = 0;
+  uint64_t overwritten_last_ns = 0;  // routine calls are complete after this
+  bool window = false;
+  uint64_t window_lo_ns = 0;
+  uint64_t window_hi_ns = UINT64_MAX;  // UINT64_MAX: to the end
+  uint64_t outside_window_calls = 0;
+  bool overwritten() const { return recycled_chunks > 0; }
+  // Whether routine calls (executions, synchronizations, copies) are missing from part of the run.
+  bool partial() const { return overwritten() || window; }
+};
+
 // Converts raw ticks to CLOCK_MONOTONIC nanoseconds through the file's anchors.
 class Clock {
  public:
@@ -185,6 +208,7 @@ class Trace {
   uint64_t end_ns() const { return end_mono_ns_; }  // 0 when never finalized
   uint64_t last_event_ns() const { return last_event_ns_; }
   uint64_t stat(trace::Stat s) const { return stats_[s]; }
+  const Coverage& coverage() const { return coverage_; }
   uint64_t call_records() const { return call_records_; }
   size_t thread_count() const { return thread_count_; }
   // Records the reader could not use (bad lengths, unknown API ids, timestamps outside the
@@ -240,6 +264,7 @@ class Trace {
   uint64_t end_mono_ns_ = 0;
   uint64_t last_event_ns_ = 0;
   uint64_t stats_[trace::kStatCount] = {};
+  Coverage coverage_;
   uint64_t call_records_ = 0;
   uint64_t damaged_records_ = 0;
   mutable uint64_t ignored_events_ = 0;
@@ -287,6 +312,7 @@ class TraceFile : public Trace {
   void scan_chunk(uint32_t index, const trace::ChunkHeader* c, std::vector<std::pair<uint64_t, uint64_t>>& anchors);
   void note_handle(uint32_t tid, const trace::CallRecord* r);
   void damaged(const char* what, uint32_t chunk, uint32_t off);
+  void read_coverage(const trace::FileHeader& hdr);
   bool in_range(const trace::CallRecord* r) const;
   void check_unchanged(const char* when) const;
 
@@ -297,6 +323,7 @@ class TraceFile : public Trace {
   };
   struct Thread {
     uint32_t tid;
+    uint32_t key;  // ChunkHeader::tid as written: a kept stream has trace::kKeptStreamBit
     std::vector<ChunkRef> chunks;  // sorted by seq
   };
   struct RawCount {

@@ -34,8 +34,11 @@ inline constexpr int kMaxDevices = 32;
 inline constexpr int kCountSlots = 12;    // counted APIs a trace can hold (per device)
 inline constexpr int kCountDevices = 8;   // devices counted separately per counted API
 inline constexpr int kQuietSlots = 64;    // quiet APIs a trace can hold (not per device)
-inline constexpr uint32_t kMetaTid = 0;
-inline constexpr int kFaultRuleSlots = 33;  // fault rules a plan can hold, plus the memory cap  // chunks written for the process as a whole
+inline constexpr uint32_t kMetaTid = 0;  // ChunkHeader::tid of chunks written for the process as a whole
+// ChunkHeader::tid of a chunk of a thread's kept stream (flight recorder): tid | kKeptStreamBit.
+// A thread's kept chunks are ordered by their own seq, apart from its routine chunks.
+inline constexpr uint32_t kKeptStreamBit = 0x80000000u;
+inline constexpr int kFaultRuleSlots = 33;  // fault rules a plan can hold, plus the memory cap
 
 enum class ClockKind : uint32_t {
   kMonotonicNs = 1,  // ticks are CLOCK_MONOTONIC nanoseconds
@@ -66,13 +69,55 @@ enum Stat : uint32_t {
   kStatFaultPlanRejected = 6,  // 1 when CUPROBE_FAULTS or CUPROBE_MEM_CAP could not be read: nothing injected
   kStatCapTableFull = 7,     // allocations the memory cap could not remember (their frees are not credited)
   kStatStacksUntracked = 8,  // stacks taken after the stack table filled up: written again, not shared
+  // Records of the always-kept kinds (searches, plan selections, failures, allocations, problems,
+  // stacks) lost because the file limit was reached even after the flight recorder's ring gave up
+  // all the chunks it could spare.
+  kStatKeptDropped = 9,
   kStatCount = 16,
 };
 inline constexpr const char* kStatNames[kStatCount] = {
     "dropped_events", "missing_symbols", "duplicate_libraries", "trace_limit_hit",
     "grow_failures",  "mirror_full",     "fault_plan_rejected", "cap_table_full",
-    "stacks_untracked", nullptr, nullptr, nullptr,
+    "stacks_untracked", "kept_dropped", nullptr, nullptr,
     nullptr,          nullptr,           nullptr,               nullptr};
+
+// Header features (FileHeader::features): what a reader must know to tell the file's coverage.
+enum Feature : uint64_t {
+  kFeatureFlightRecorder = 1u << 0,  // RingInfo: routine events may have been overwritten
+  kFeatureCaptureWindow = 1u << 1,   // RingInfo::window_*: routine events only inside a window
+};
+
+// What a trace keeps when it grows long (CUPROBE_KEEP; docs/flight-recorder.md).
+enum class KeepMode : uint32_t {
+  kAll = 0,   // every event until the size limit, none after it (traces before the flight recorder)
+  kLast = 1,  // routine events go to a ring of ring_bytes from the start: the last ring_bytes of them
+  kAuto = 2,  // every event until three quarters of the limit, then a ring of the last quarter
+};
+
+// The flight recorder and the capture window, as the shim ran them. Routine events (calls other
+// than the always-kept kinds) are kept in a ring of chunks that are overwritten oldest first once
+// it is full; the always-kept records (searches, plan selections, failures, injected faults,
+// allocations, problems, stacks, metadata) go to chunks that are never overwritten. Updated by the
+// shim as chunks are recycled (single writer, under its ring lock).
+struct RingInfo {
+  uint32_t keep_mode;  // KeepMode
+  uint32_t pad;
+  uint64_t ring_bytes;            // routine events kept: at most about this many bytes of them
+  uint64_t started_ticks;         // when routine events started going to the ring; 0: never
+  uint64_t recycled_chunks;       // ring chunks overwritten
+  uint64_t overwritten_records;   // records lost with them
+  uint64_t overwritten_calls;     // of which calls
+  uint64_t overwritten_counted;   // counted calls (kernel launches, queries) in their counters
+  uint64_t overwritten_first_ticks;  // start of the earliest overwritten call
+  uint64_t overwritten_last_ticks;   // end of the latest overwritten call: routine events are
+                                     // complete from here on
+  // Capture window (kFeatureCaptureWindow): routine calls that started outside
+  // [window_lo_ticks, window_hi_ticks) were counted, not written.
+  uint64_t window_lo_ticks;
+  uint64_t window_hi_ticks;
+  uint64_t outside_window_calls;
+  uint64_t reserved[4];
+};
 
 struct Anchor {
   uint64_t ticks;
@@ -100,8 +145,10 @@ struct FileHeader {
   // calls that passed the rule's filters, and calls it replaced with an error.
   uint64_t fault_matched[kFaultRuleSlots];
   uint64_t fault_injected[kFaultRuleSlots];
+  RingInfo ring;  // zero in files written before the flight recorder: KeepMode::kAll
 };
 static_assert(sizeof(FileHeader) <= kFileHeaderSize);
+static_assert(offsetof(FileHeader, ring) % 8 == 0);
 static_assert(offsetof(FileHeader, stats) % 8 == 0);
 
 struct ChunkHeader {

@@ -172,7 +172,7 @@ TEST(TraceRobustness, ForkAndExecChildrenWriteTheirOwnFiles) {
 
 TEST(TraceRobustness, SizeLimitDropsAndCountsInsteadOfBlocking) {
   std::string dir = fresh_dir("limit");
-  RunResult r = record(dir, {program("thread_storm"), "1", "100000"}, {}, {"--max-mb", "1"});
+  RunResult r = record(dir, {program("thread_storm"), "1", "100000"}, {}, {"--max-mb", "1", "--keep", "all"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("events were dropped"), std::string::npos) << r.err;
   auto files = trace_files(dir);
@@ -183,6 +183,27 @@ TEST(TraceRobustness, SizeLimitDropsAndCountsInsteadOfBlocking) {
   EXPECT_GT(dropped, 0u);
   EXPECT_EQ((*t)->stat(trace::kStatTraceLimitHit), 1u);
   EXPECT_EQ((*t)->call_records() + dropped, 100000u);
+  EXPECT_LE(fs::file_size(files[0]), (1u << 20) + trace::kFileHeaderSize);
+}
+
+// By default the trace turns into a flight recorder at three quarters of the limit: nothing is
+// dropped, the oldest routine calls of the last quarter are overwritten and counted.
+TEST(TraceRobustness, SizeLimitByDefaultOverwritesTheOldestRoutineCalls) {
+  std::string dir = fresh_dir("limit-ring");
+  RunResult r = record(dir, {program("thread_storm"), "1", "100000"}, {}, {"--max-mb", "1"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("the flight recorder of 1 process kept the last routine calls"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("were dropped"), std::string::npos) << r.err;
+  auto files = trace_files(dir);
+  ASSERT_EQ(files.size(), 1u);
+  auto t = reader::TraceFile::open(files[0]);
+  ASSERT_TRUE(t);
+  EXPECT_EQ((*t)->stat(trace::kStatDroppedEvents), 0u);
+  EXPECT_EQ((*t)->stat(trace::kStatTraceLimitHit), 0u);
+  const reader::Coverage& c = (*t)->coverage();
+  EXPECT_EQ(c.keep, trace::KeepMode::kAuto);
+  EXPECT_GT(c.overwritten_calls, 0u);
+  EXPECT_EQ((*t)->call_records() + c.overwritten_calls, 100000u);
   EXPECT_LE(fs::file_size(files[0]), (1u << 20) + trace::kFileHeaderSize);
 }
 

@@ -29,6 +29,12 @@ void trace_integrity(const RuleSpec& spec, const AllFacts& all, const Emit& emit
       what.push_back(fmt::format("{} of the {} calls it made ({:.1f}%) were not recorded: {}", dropped, made,
                                  share * 100, cause));
     }
+    if (uint64_t lost = t.stat(trace::kStatKeptDropped); lost > 0) {
+      what.push_back(fmt::format("{} record{} of the kinds the flight recorder always keeps (searches, plan selections, "
+                                 "failures, allocations) could not be written: the trace reached its size limit "
+                                 "(CUPROBE_MAX_MB) with its ring at the smallest it can be",
+                                 lost, lost == 1 ? "" : "s"));
+    }
     if (damaged >= min_damaged) {
       what.push_back(fmt::format("{} record{} of the trace could not be read (damaged or cut short; the notes above "
                                  "name them)",
@@ -49,6 +55,7 @@ void trace_integrity(const RuleSpec& spec, const AllFacts& all, const Emit& emit
                          {"recorded_events", p.events},
                          {"damaged_records", damaged},
                          {"trace_limit_hit", t.stat(trace::kStatTraceLimitHit) != 0},
+                         {"kept_dropped", t.stat(trace::kStatKeptDropped)},
                          {"grow_failures", t.stat(trace::kStatGrowFailures)}};
     Finding f = make_finding(spec, ev, 0);
     f.pids.push_back(p.pid);
