@@ -6,6 +6,8 @@
 # other load on the machine).
 # Usage: bench/overhead_ab.sh BUILD_A BUILD_B [ROUNDS [OUT_DIR]] [-- BENCHMARK OPTIONS...]
 # Both builds need the same bench/shim_overhead.cpp (its benchmarks are matched by name).
+# AB_ENV_A and AB_ENV_B add environment to one side ("CUPROBE_KEEP=all"): one build run two ways,
+# as bench/ring_ab.sh does.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 a="$1"
@@ -21,9 +23,10 @@ mkdir -p "$outdir"
 for r in $(seq 1 "$rounds"); do
   for side in A B; do
     build="$a"
-    [ "$side" = B ] && build="$b"
-    echo "== round $r, $side ($build), $(date -u +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$outdir/$side-$r.txt"
-    OVERHEAD_JSON="$outdir/$side-$r.json" "$here/overhead.sh" "$build" "$@" | tee -a "$outdir/$side-$r.txt"
+    side_env="${AB_ENV_A:-}"
+    if [ "$side" = B ]; then build="$b"; side_env="${AB_ENV_B:-}"; fi
+    echo "== round $r, $side ($build${side_env:+, $side_env}), $(date -u +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$outdir/$side-$r.txt"
+    env $side_env OVERHEAD_JSON="$outdir/$side-$r.json" "$here/overhead.sh" "$build" "$@" | tee -a "$outdir/$side-$r.txt"
   done
 done
 python3 - "$outdir" "$rounds" <<'PY'

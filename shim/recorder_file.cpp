@@ -209,6 +209,9 @@ bool grow_locked(uint32_t idx) {
     uint32_t shift = g_trace.n_segments < 6 ? g_trace.n_segments : 6;
     uint32_t n = kFirstSegmentChunks << shift;
     if (n > kLargestSegmentChunks) n = kLargestSegmentChunks;
+    // Once the ring turns, the file grows only by kept chunks: small segments, so that what is
+    // reserved on disk and never written stays small against a small ring.
+    if (n > kFirstSegmentChunks && __atomic_load_n(&g_trace.ring_active, __ATOMIC_ACQUIRE)) n = kFirstSegmentChunks;
     if (n > g_trace.max_chunks - mapped) n = g_trace.max_chunks - mapped;
     if (n == 0 || g_trace.n_segments == kMaxSegments) return false;
     off_t off = off_t(trace::kFileHeaderSize) + off_t(mapped) * trace::kChunkSize;

@@ -47,7 +47,7 @@ MetaWriter::~MetaWriter() { pthread_mutex_unlock(&g_meta_mutex); }
 char* MetaWriter::reserve(uint32_t bytes) {
   if (g_meta.mode == kThreadUnset) {
     if (configure() != kProcessOn || !ensure_started()) return nullptr;
-    setup_state(g_meta, trace::kMetaTid);
+    setup_state(g_meta, trace::kMetaTid, /*kept_only=*/true);
     g_meta.mode = kThreadReady;
   }
   return g_meta.mode == kThreadReady ? shim::reserve(g_meta, bytes) : nullptr;

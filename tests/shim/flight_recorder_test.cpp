@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "support/run.h"
+#include "trace/reader.h"
 
 namespace cuprobe::test {
 namespace {
@@ -219,6 +220,43 @@ TEST(FlightRecorder, ACaptureWindowRecordsRoutineCallsOnlyInsideIt) {
   const json* oom = s.finding("oom-postmortem");
   ASSERT_NE(oom, nullptr);
   EXPECT_NE((*oom)["message"].get<std::string>().find("capture window"), std::string::npos) << (*oom)["message"];
+}
+
+TEST(FlightRecorder, ProcessWideRecordsAreNeverOverwritten) {
+  // Thousands of distinct stacks (the meta writer's chunks fill and roll over many times) between
+  // bursts of routine calls that wrap a 1 MiB ring again and again.
+  std::string dir = fresh_dir("fr-meta");
+  const int stacks = 3000, between = CUPROBE_THREAD_SANITIZED ? 50 : 200;
+  RunResult r = run({program("meta_flood"), std::to_string(stacks), std::to_string(between)},
+                    shim_env({{"CUPROBE_OUT", dir}, {"CUPROBE_KEEP", "last:1MiB"}}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto files = reader::find_trace_files(dir);
+  ASSERT_TRUE(files && files->size() == 1u);
+  auto t = reader::TraceFile::open((*files)[0]);
+  ASSERT_TRUE(t) << t.error().message;
+  const reader::Trace& trace = **t;
+  EXPECT_GT(trace.coverage().recycled_chunks, 50u) << "the ring turned over";
+  EXPECT_TRUE(trace.diagnostics().empty()) << trace.diagnostics()[0];
+  EXPECT_EQ(trace.stat(trace::kStatKeptDropped), 0u);
+  std::istringstream out(r.out);
+  std::string word;
+  int seen = 0;
+  uint32_t id = 0;
+  uint64_t pc = 0;
+  while (out >> word >> id >> pc) {
+    ASSERT_EQ(word, "stack");
+    const reader::Stack* st = trace.stack(id);
+    ASSERT_NE(st, nullptr) << "stack " << id << " of " << stacks << " is missing";
+    ASSERT_EQ(st->pcs.size(), 24u);
+    EXPECT_EQ(st->pcs[0], pc);
+    ++seen;
+  }
+  EXPECT_EQ(seen, stacks);
+  // The API table is process-wide too: the calls that are there still have their names.
+  EXPECT_NE(trace.api_name(trace.apis().empty() ? 0 : 1), "");
+  bool syncs = false;
+  trace.for_each_event([&](const reader::Event& e) { syncs |= trace.api_name(e.api) == "cudaStreamSynchronize"; });
+  EXPECT_TRUE(syncs);
 }
 
 TEST(FlightRecorder, ValuesTheShimCannotTakeAreRefused) {
