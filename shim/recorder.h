@@ -119,8 +119,13 @@ inline void commit_as(ThreadState& t, bool keep, uint32_t bytes) {
 extern bool g_window_on;
 extern uint64_t g_window_lo;
 extern uint64_t g_window_hi;
+// CUPROBE_WINDOW_NVTX (nvtx_window.cpp): the window is open only while a range of that name is.
+extern bool g_window_nvtx;
+extern uint32_t g_nvtx_open;
 inline bool outside_window(uint64_t start_ticks) {
-  return __builtin_expect(g_window_on, 0) && (start_ticks < g_window_lo || start_ticks >= g_window_hi);
+  if (__builtin_expect(!g_window_on, 1)) return false;
+  if (start_ticks < g_window_lo || start_ticks >= g_window_hi) return true;
+  return g_window_nvtx && __atomic_load_n(&g_nvtx_open, __ATOMIC_RELAXED) == 0;
 }
 void note_outside_window(ThreadState& t);
 

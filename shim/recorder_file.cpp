@@ -142,11 +142,13 @@ void configure_ring(trace::FileHeader* hdr) {
     r.ring_bytes = chunks * trace::kChunkSize;
     hdr->features |= trace::kFeatureFlightRecorder;
   }
-  if (g_config.delay_ns != 0 || g_config.duration_ns != 0) {
+  if (g_config.delay_ns != 0 || g_config.duration_ns != 0 || g_window_nvtx) {
     // The window is measured from the shim's start in this process, in the trace's own ticks.
     double tpn = clock_ticks_per_ns();
-    uint64_t lo = g_process_start.ticks + uint64_t(double(g_config.delay_ns) * tpn);
-    uint64_t hi = g_config.duration_ns == 0 ? UINT64_MAX : lo + uint64_t(double(g_config.duration_ns) * tpn);
+    // 0 and UINT64_MAX: no bound on that side (an NVTX window alone, or no delay).
+    uint64_t from = g_process_start.ticks + uint64_t(double(g_config.delay_ns) * tpn);
+    uint64_t lo = g_config.delay_ns == 0 ? 0 : from;
+    uint64_t hi = g_config.duration_ns == 0 ? UINT64_MAX : from + uint64_t(double(g_config.duration_ns) * tpn);
     r.window_lo_ticks = g_window_lo = lo;
     r.window_hi_ticks = g_window_hi = hi;
     hdr->features |= trace::kFeatureCaptureWindow;
@@ -524,6 +526,9 @@ bool ensure_started() {
   if (first) {
     start_prefault_helper();
     write_process_records();
+    if (const char* name = nvtx_window_name()) {
+      __atomic_store_n(&g_trace.hdr->ring.window_marker, uint64_t(intern_string(name)), __ATOMIC_RELAXED);
+    }
   }
   return ok;
 }
@@ -611,8 +616,10 @@ void flush_window_skipped(ThreadState& t) {
   t.window_skipped = 0;
 }
 
+// Added to the header every 256 calls, at thread end and at exit: a thread still running when the
+// process ends leaves fewer than 256 uncounted.
 void note_outside_window(ThreadState& t) {
-  if (++t.window_skipped >= 1024) flush_window_skipped(t);
+  if (++t.window_skipped >= 256) flush_window_skipped(t);
 }
 
 void retarget_counts(ThreadState& t) {

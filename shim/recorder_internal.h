@@ -32,6 +32,10 @@ enum ProcessMode : uint32_t { kProcessUnconfigured = 0, kProcessOn = 1, kProcess
 // ProcessMode.
 uint32_t configure();
 
+// CUPROBE_WINDOW_NVTX (nvtx_window.cpp): read at configuration; the range name, or nullptr.
+void nvtx_window_configure();
+const char* nvtx_window_name();
+
 // Installs the fatal-signal and end-signal handlers (once the trace file exists).
 void install_signal_handlers();
 

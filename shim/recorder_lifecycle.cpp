@@ -168,6 +168,7 @@ void do_configure() {
   g_config.delay_ns = env_number("CUPROBE_DELAY_S", 0, kMaxWindowS, 0, "a number of seconds", "no delay") * 1000000000ull;
   g_config.duration_ns =
       env_number("CUPROBE_DURATION_S", 1, kMaxWindowS, 0, "a number of seconds from 1", "no end") * 1000000000ull;
+  nvtx_window_configure();
   g_launch_events = env_bool("CUPROBE_LAUNCH_EVENTS");
   static const char* const kClocks[] = {"auto", "monotonic", "tsc", "counter", nullptr};
   const char* clock = env_word("CUPROBE_CLOCK", kClocks, "auto, monotonic or tsc", "auto");
@@ -351,6 +352,7 @@ void fatal_signal_handler(int sig, siginfo_t* info, void* ucontext) {
 __attribute__((destructor)) void finalize_at_exit() {
   if (!trace_is_ours()) return;
   trace::FileHeader* hdr = g_trace.hdr;
+  flush_window_skipped(t_state);  // the exiting thread's; other threads add theirs as they end
   fill_anchor(&hdr->end);
   uint32_t expected = uint32_t(trace::FileState::kRecording);
   __atomic_compare_exchange_n(&hdr->state, &expected, uint32_t(trace::FileState::kExited), false,

@@ -65,10 +65,21 @@ inline std::string coverage_text(const ProcessFacts& p) {
   }
   if (c.window) {
     if (!text.empty()) text += "; ";
-    text += c.window_hi_ns == UINT64_MAX
-                ? fmt::format("routine calls only from {:.2f} s on (capture window)", at(c.window_lo_ns))
-                : fmt::format("routine calls only from {:.2f} s to {:.2f} s (capture window)", at(c.window_lo_ns),
-                              at(c.window_hi_ns));
+    std::string when;
+    if (c.window_lo_ns != 0 && c.window_hi_ns != UINT64_MAX) {
+      when = fmt::format("from {:.2f} s to {:.2f} s", at(c.window_lo_ns), at(c.window_hi_ns));
+    } else if (c.window_lo_ns != 0) {
+      when = fmt::format("from {:.2f} s on", at(c.window_lo_ns));
+    } else if (c.window_hi_ns != UINT64_MAX) {
+      when = fmt::format("until {:.2f} s", at(c.window_hi_ns));
+    }
+    if (!c.window_marker.empty()) {
+      text += fmt::format("routine calls only while an NVTX range \"{}\" was open{}{} (capture window, opened {} time{})",
+                          c.window_marker, when.empty() ? "" : " and ", when, c.window_marker_opens,
+                          c.window_marker_opens == 1 ? "" : "s");
+    } else {
+      text += fmt::format("routine calls only {} (capture window)", when);
+    }
     if (c.outside_window_calls) text += fmt::format(", {} outside it not recorded", c.outside_window_calls);
   }
   return text + "; searches, plan selections, failures and allocations cover the whole run";

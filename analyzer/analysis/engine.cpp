@@ -143,6 +143,10 @@ json summarize(const AllFacts& all) {
         coverage["window_from_s"] = at(c.window_lo_ns);
         coverage["window_to_s"] = c.window_hi_ns == UINT64_MAX ? json(nullptr) : json(at(c.window_hi_ns));
         coverage["outside_window_calls"] = c.outside_window_calls;
+        if (!c.window_marker.empty()) {
+          coverage["window_marker"] = c.window_marker;
+          coverage["window_marker_opens"] = c.window_marker_opens;
+        }
       }
     }
     processes.push_back({{"pid", p.pid},

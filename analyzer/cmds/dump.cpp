@@ -167,6 +167,10 @@ void print_process(const reader::Trace& t, JsonLine& j) {
       cj.num("window_lo_ns", cov.window_lo_ns);
       if (cov.window_hi_ns != UINT64_MAX) cj.num("window_hi_ns", cov.window_hi_ns);
       cj.num("outside_window_calls", cov.outside_window_calls);
+      if (!cov.window_marker.empty()) {
+        cj.str("window_marker", cov.window_marker);
+        cj.num("window_marker_opens", cov.window_marker_opens);
+      }
     }
     j.raw("coverage", std::string(cj.finish()));
   }

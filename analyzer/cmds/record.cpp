@@ -70,6 +70,10 @@ Options:
       --delay S       record routine calls only from S seconds after each process starts
                       (searches, failures and allocations are recorded all along)
       --duration S    ... and only for S seconds (with or without --delay)
+      --window-nvtx NAME
+                      record routine calls only while an NVTX range named NAME is open (the job
+                      pushes it: torch.cuda.nvtx.range_push/range, nvtxRangePushA); the shim
+                      becomes the job's NVTX tool (NVTX_INJECTION64_PATH), so not with Nsight
       --clock KIND    timestamp source: auto (default; the invariant TSC when there is one) or
                       monotonic (CLOCK_MONOTONIC for every timestamp)
       --stacks MODE   which calls carry their call stack (native, and the Python lines when
@@ -118,7 +122,7 @@ runuser or env -i, which clear the environment. docs/record.md has the details.
 
 Environment set for COMMAND: LD_PRELOAD (the shim appended), CUPROBE_OUT (absolute run
 directory), and CUPROBE_LAUNCH_EVENTS, CUPROBE_MAX_MB, CUPROBE_KEEP, CUPROBE_DELAY_S,
-CUPROBE_DURATION_S, CUPROBE_CLOCK, CUPROBE_FAULTS, CUPROBE_MEM_CAP, CUPROBE_STACKS,
+CUPROBE_DURATION_S, CUPROBE_WINDOW_NVTX, CUPROBE_CLOCK, CUPROBE_FAULTS, CUPROBE_MEM_CAP, CUPROBE_STACKS,
 CUPROBE_STACK_DEPTH, CUPROBE_STACK_MIN_BYTES, CUPROBE_ALERTS when the options ask. Under plain LD_PRELOAD, set CUPROBE_FAULTS (rules separated by ';') and
 CUPROBE_MEM_CAP yourself; a malformed plan is then reported on stderr and nothing is injected.
 Set CUPROBE_SHIM to use a shim other than the one installed beside this command.
@@ -642,6 +646,16 @@ int cmd_record(const Args& args) {
     unsigned long long n = parse_count("--duration", v);
     if (n == 0) throw UsageError("--duration expects a number of seconds from 1");
     env.emplace_back("CUPROBE_DURATION_S", std::to_string(n));
+  });
+  options.value("--window-nvtx", [&](const std::string& v) {
+    if (v.empty()) throw UsageError("--window-nvtx expects the name of an NVTX range");
+    const char* other = std::getenv("NVTX_INJECTION64_PATH");
+    if (other != nullptr && *other != 0) {
+      throw UsageError(fmt::format("--window-nvtx needs cuprobe as the job's NVTX tool, but NVTX_INJECTION64_PATH "
+                                   "names {}; unset it (or leave out --window-nvtx)",
+                                   other));
+    }
+    env.emplace_back("CUPROBE_WINDOW_NVTX", v);
   });
   options.value("--clock", [&](const std::string& kind) {
     if (kind != "auto" && kind != "monotonic" && kind != "tsc") {

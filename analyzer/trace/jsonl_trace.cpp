@@ -570,6 +570,8 @@ class JsonlTrace : public Trace {
         cov.window_lo_ns = u64(*c, "window_lo_ns");
         cov.window_hi_ns = find(*c, "window_hi_ns") != nullptr ? u64(*c, "window_hi_ns") : UINT64_MAX;
         cov.outside_window_calls = u64(*c, "outside_window_calls");
+        cov.window_marker = str(*c, "window_marker");
+        cov.window_marker_opens = u64(*c, "window_marker_opens");
       }
     }
     std::vector<CudnnHandle> handles;

@@ -612,9 +612,11 @@ void TraceFile::read_coverage(const trace::FileHeader& hdr) {
   }
   if (hdr.features & trace::kFeatureCaptureWindow) {
     c.window = true;
-    c.window_lo_ns = clock_.to_ns(r.window_lo_ticks);
+    c.window_lo_ns = r.window_lo_ticks == 0 ? 0 : clock_.to_ns(r.window_lo_ticks);
     c.window_hi_ns = r.window_hi_ticks == UINT64_MAX ? UINT64_MAX : clock_.to_ns(r.window_hi_ticks);
     c.outside_window_calls = r.outside_window_calls;
+    if (r.window_marker != 0) c.window_marker = string(uint32_t(r.window_marker));
+    c.window_marker_opens = r.window_marker_opens;
   }
 }
 

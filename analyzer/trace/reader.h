@@ -166,6 +166,8 @@ struct Coverage {
   uint64_t window_lo_ns = 0;
   uint64_t window_hi_ns = UINT64_MAX;  // UINT64_MAX: to the end
   uint64_t outside_window_calls = 0;
+  std::string window_marker;  // the NVTX range name that opened the window, "" for a time window
+  uint64_t window_marker_opens = 0;
   bool overwritten() const { return recycled_chunks > 0; }
   // Whether routine calls (executions, synchronizations, copies) are missing from part of the run.
   bool partial() const { return overwritten() || window; }

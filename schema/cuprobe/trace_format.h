@@ -116,7 +116,11 @@ struct RingInfo {
   uint64_t window_lo_ticks;
   uint64_t window_hi_ticks;
   uint64_t outside_window_calls;
-  uint64_t reserved[4];
+  // A window opened by an NVTX range (CUPROBE_WINDOW_NVTX): the range name's string id (0 for a
+  // time window only), and how many times a range of that name was opened.
+  uint64_t window_marker;
+  uint64_t window_marker_opens;
+  uint64_t reserved[2];
 };
 
 struct Anchor {

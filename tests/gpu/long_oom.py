@@ -3,7 +3,10 @@
 steps on random 64x64 images with cudnn.benchmark on and prints the median step time of its
 second half; then an evaluation loop keeps every output batch in a list (the classic leak),
 each step holding 1 GiB more, until the device is full and torch.OutOfMemoryError ends the
-process (exit 1). Usage: long_oom.py [STEPS] [BATCH]"""
+process (exit 1). Usage: long_oom.py [STEPS] [BATCH]
+With NVTX_STEPS=A:B in the environment, steps A to B-1 run inside an NVTX range named
+"cuprobe-steps" (torch.cuda.nvtx.range_push/range_pop), and the script prints "NVTX_STEPS A B"."""
+import os
 import statistics
 import sys
 import time
@@ -19,7 +22,14 @@ opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 x = torch.randn(batch, 3, 64, 64, device="cuda")
 y = torch.randint(0, 100, (batch,), device="cuda")
 times = []
+nvtx_from, nvtx_to = (int(v) for v in os.environ.get("NVTX_STEPS", "-1:-1").split(":"))
+if nvtx_from >= 0:
+    print(f"NVTX_STEPS {nvtx_from} {nvtx_to}", flush=True)
 for step in range(steps):
+    if step == nvtx_from:
+        torch.cuda.nvtx.range_push("cuprobe-steps")
+    if step == nvtx_to:
+        torch.cuda.nvtx.range_pop()
     t0 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
     loss = torch.nn.functional.cross_entropy(model(x), y)

@@ -7,6 +7,7 @@
 #   last    --keep last:8MiB --max-mb 64: a flight recorder from the start
 #   limit   --keep all --max-mb 16: the old behaviour, the end (the OOM) lost
 #   window  --delay 14 --duration 4: routine calls only in a capture window
+#   nvtx    --window-nvtx cuprobe-steps, the job pushing that range around steps 400-409
 # and compares their OOM post-mortems and findings (each run is a run of its own: live bytes differ
 # a little from run to run), shows what each stream of the ring traces holds
 # (tests/gpu/trace_streams.py); then the job's median step time without the shim, with the plain
@@ -37,18 +38,37 @@ run() {  # NAME RECORD-OPTIONS...
 {
   echo "== $(date -u +%FT%TZ) flight recorder, $steps steps"
   "$py" -c 'import torch; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version(), torch.cuda.get_device_name())'
-  run all --keep all --max-mb 65536
-  run auto --max-mb 16
-  run last --keep last:8MiB --max-mb 64
-  run limit --keep all --max-mb 16
-  run window --delay 14 --duration 4
-  "$py" "$here/compare_ring.py" "$out"/all.json "$out"/auto.json "$out"/last.json "$out"/limit.json "$out"/window.json
+  runs="${FR_RUNS:-all auto last limit window nvtx}"  # FR_RUNS picks some (all is the reference)
+  for r in $runs; do
+    case $r in
+      all) run all --keep all --max-mb 65536 ;;
+      auto) run auto --max-mb 16 ;;
+      last) run last --keep last:8MiB --max-mb 64 ;;
+      limit) run limit --keep all --max-mb 16 ;;
+      window) run window --delay 14 --duration 4 ;;
+      nvtx) export NVTX_STEPS=400:410; run nvtx --window-nvtx cuprobe-steps; unset NVTX_STEPS ;;
+    esac
+  done
+  args=()
+  for r in $runs; do args+=("$out/$r.json"); done
+  "$py" "$here/compare_ring.py" "${args[@]}"
+  # The NVTX window's calls against the whole trace's.
+  [ -f "$out/nvtx.json" ] && "$py" - "$out" <<'PY'
+import json, sys
+d = sys.argv[1]
+for name in ("all", "nvtx"):
+    s = json.load(open(f"{d}/{name}.json"))["summary"]
+    p = s["per_process"][0]
+    print(f"{name}: {s['events']} events, cudnnBackendExecute {s['calls_by_api'].get('cudnnBackendExecute')}, "
+          f"cudaGetDevice {s['calls_by_api'].get('cudaGetDevice')}, coverage {(p.get('coverage') or {}).get('text')}")
+PY
   for name in auto last window; do
+    [ -d "$work/$name" ] || continue
     echo "streams of $name:"
     "$py" "$here/trace_streams.py" "$work/$name"/*.cuprobe
   done
   echo "== cost on the job (median step ms of the second half; launch events on)"
-  for rep in 1 2; do
+  for rep in $(seq 1 "${FR_COST_REPS:-2}"); do
     t=$(timeout 120 "$py" "$here/long_oom.py" "$steps" 2>/dev/null | sed -n 's/STEP_MS.*: //p')
     printf 'rep %d: none %s' $rep "$t"
     for mode in all last:8MiB; do

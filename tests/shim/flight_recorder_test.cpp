@@ -259,6 +259,64 @@ TEST(FlightRecorder, ProcessWideRecordsAreNeverOverwritten) {
   EXPECT_TRUE(syncs);
 }
 
+// The counts a nvtx_window run prints, and the calls its trace holds.
+struct NvtxRun {
+  RunResult r;
+  uint64_t inside = 0, outside = 0, syncs = 0;
+  json coverage;
+};
+NvtxRun nvtx_run(const std::string& dir, const Env& env, const std::vector<std::string>& record_opts = {}) {
+  NvtxRun n;
+  n.r = record_opts.empty() ? run({program("nvtx_window"), "3000"}, shim_env(env))
+                            : record(dir, {program("nvtx_window"), "3000"}, env, record_opts);
+  std::istringstream out(n.r.out);
+  std::string word;
+  uint64_t v = 0;
+  while (out >> word >> v) (word == "inside" ? n.inside : n.outside) = v;
+  auto lines = dump(dir);
+  n.syncs = of_type(lines, "call", "cudaStreamSynchronize").size();
+  auto procs = of_type(lines, "process");
+  if (!procs.empty()) n.coverage = procs[0].value("coverage", json());
+  return n;
+}
+
+TEST(FlightRecorder, AnNvtxRangeOpensTheCaptureWindow) {
+  std::string dir = fresh_dir("fr-nvtx");
+  NvtxRun n = nvtx_run(dir, {{"CUPROBE_OUT", dir}, {"CUPROBE_WINDOW_NVTX", "cuprobe-window"}, {"LD_PRELOAD", shim_preload()}});
+  ASSERT_EQ(n.r.status, 0) << n.r.err;
+  ASSERT_EQ(n.inside, 2000u);
+  // Pushed and popped on one thread (a nested range of another name inside), started on one thread
+  // and ended on another: exactly the calls made inside were written.
+  EXPECT_EQ(n.syncs, n.inside);
+  ASSERT_TRUE(n.coverage.is_object());
+  EXPECT_EQ(n.coverage["window_marker"], "cuprobe-window");
+  EXPECT_EQ(n.coverage["window_marker_opens"], 2u);
+  EXPECT_EQ(n.coverage["outside_window_calls"], n.outside);
+  json a = analyze_json({dir});
+  std::string text = a["summary"]["per_process"][0]["coverage"]["text"];
+  EXPECT_NE(text.find("only while an NVTX range \"cuprobe-window\" was open (capture window, opened 2 times)"),
+            std::string::npos)
+      << text;
+
+  // The same through record; and with another NVTX tool named, record refuses, the shim records all.
+  std::string rec = fresh_dir("fr-nvtx-rec");
+  NvtxRun r = nvtx_run(rec, {}, {"-q", "--window-nvtx", "cuprobe-window"});
+  ASSERT_EQ(r.r.status, 0) << r.r.err;
+  EXPECT_EQ(r.syncs, r.inside);
+  RunResult refused = record(fresh_dir("fr-nvtx-other"), {program("nvtx_window")},
+                             shim_env({{"NVTX_INJECTION64_PATH", "/opt/nsight/libToolsInjection64.so"}}),
+                             {"--window-nvtx", "x"});
+  EXPECT_EQ(refused.status, 2);
+  EXPECT_NE(refused.err.find("NVTX_INJECTION64_PATH names /opt/nsight/libToolsInjection64.so"), std::string::npos)
+      << refused.err;
+  std::string other = fresh_dir("fr-nvtx-plain");
+  NvtxRun o = nvtx_run(other, {{"CUPROBE_OUT", other}, {"CUPROBE_WINDOW_NVTX", "cuprobe-window"},
+                               {"NVTX_INJECTION64_PATH", "/nonexistent/libtool.so"}, {"LD_PRELOAD", shim_preload()}});
+  ASSERT_EQ(o.r.status, 0) << o.r.err;
+  EXPECT_NE(o.r.err.find("recording every routine call instead"), std::string::npos) << o.r.err;
+  EXPECT_EQ(o.syncs, o.inside + o.outside);
+}
+
 TEST(FlightRecorder, ValuesTheShimCannotTakeAreRefused) {
   // Under plain LD_PRELOAD: one warning, and the default.
   std::string dir = fresh_dir("fr-bad");
