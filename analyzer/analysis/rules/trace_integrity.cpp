@@ -31,9 +31,10 @@ void trace_integrity(const RuleSpec& spec, const AllFacts& all, const Emit& emit
     }
     if (uint64_t lost = t.stat(trace::kStatKeptDropped); lost > 0) {
       what.push_back(fmt::format("{} record{} of the kinds the flight recorder always keeps (searches, plan selections, "
-                                 "failures, allocations) could not be written: the trace reached its size limit "
-                                 "(CUPROBE_MAX_MB) with its ring at the smallest it can be",
-                                 lost, lost == 1 ? "" : "s"));
+                                 "failures, allocations, stacks) could not be written: the trace reached its size limit "
+                                 "(CUPROBE_MAX_MB){}",
+                                 lost, lost == 1 ? "" : "s",
+                                 t.coverage().ring_bytes != 0 ? " with its ring at the smallest it can be" : ""));
     }
     if (damaged >= min_damaged) {
       what.push_back(fmt::format("{} record{} of the trace could not be read (damaged or cut short; the notes above "
