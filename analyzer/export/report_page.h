@@ -281,11 +281,13 @@ inline constexpr const char* kPageTail = R"PAGE(</script>
     }
     if ((S.per_process || []).length) {
       sec.appendChild(el('h3', { text: 'Processes' }));
-      sec.appendChild(wrap(table(['process', 'command', 'calls', 'time', 'state', 'searches', 'device memory (peak)', 'dropped'],
+      sec.appendChild(wrap(table(['process', 'command', 'calls', 'time', 'state', 'searches', 'device memory (peak)', 'dropped', 'trace holds'],
         S.per_process.map(function (p) {
           var mem = (p.memory || []).map(function (m) { return 'cuda:' + m.device + ' ' + bytes(m.peak); }).join(', ');
-          return [p.label, el('code', { text: p.command || '' }), num(p.events), duration(p.duration_s || 0), p.state, num(p.searches), mem || '—', num(p.dropped_events)];
-        }), [0, 0, 1, 1, 0, 1, 0, 1])));
+          // A flight recorder's or a capture window's trace says which part of the run it holds.
+          var holds = (p.coverage && p.coverage.text) || 'every call';
+          return [p.label, el('code', { text: p.command || '' }), num(p.events), duration(p.duration_s || 0), p.state, num(p.searches), mem || '—', num(p.dropped_events), holds];
+        }), [0, 0, 1, 1, 0, 1, 0, 1, 0])));
     }
     if (S.calls_by_api && Object.keys(S.calls_by_api).length) {
       sec.appendChild(el('h3', { text: 'Most frequent calls' }));

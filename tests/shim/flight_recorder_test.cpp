@@ -9,6 +9,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -146,6 +148,14 @@ TEST(FlightRecorder, SoakKeepsTheLastWindowAndEverythingThatMustBeKept) {
   EXPECT_NE((*oom)["message"].get<std::string>().find("[Rests on partial traces: "), std::string::npos);
   EXPECT_TRUE((*oom)["evidence"]["coverage"].is_array());
   EXPECT_EQ((*oom_whole)["message"].get<std::string>().find("Rests on partial"), std::string::npos);
+  // The HTML report carries the same sentence for its Processes table ("trace holds").
+  std::string html = fresh_dir("fr-soak-report") + "/r.html";
+  RunResult rep = run({cuprobe_bin(), "report", "-o", html, ring.dir});
+  ASSERT_EQ(rep.status, 0) << rep.err;
+  std::ifstream in(html);
+  std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(page.find(cov["text"].get<std::string>()), std::string::npos);
+  EXPECT_NE(page.find("'trace holds'"), std::string::npos);
 }
 
 TEST(FlightRecorder, AutoKeepsTheStartWholeThenTheLastQuarterOfTheLimit) {
