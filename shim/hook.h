@@ -321,22 +321,24 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     return keep;
   }
 
+  // Room for the call record in the stream `keep` says.
+  static trace::CallRecord* reserve_record(ThreadState& t, bool keep) {
+    char* p = reserve_as(t, keep, kMaxSize);
+    // Records are appended to memory no one has written yet: ask for the lines a few records
+    // ahead now, so that later records do not wait for them (the chunk has a tail to spare).
+    __builtin_prefetch(p + 256, 1, 3);
+    return reinterpret_cast<trace::CallRecord*>(p);
+  }
+
   static void write(ThreadState& t, Ret ret, uint64_t start, uint64_t dur, const FaultHit* fault, A... a) {
     uint64_t scratch[kArgs + 4];
-    char* p = nullptr;
     trace::CallRecord* rec = nullptr;
     bool keep = false;
     bool skip = false;  // outside the capture window: counted, not written
     if constexpr (!kWritesRecords) {
       keep = decide_keep(t, ret, fault, nullptr);
       skip = !keep && outside_window(start);
-      if (!skip) {
-        p = reserve_as(t, keep, kMaxSize);
-        rec = reinterpret_cast<trace::CallRecord*>(p);
-        // Records are appended to memory no one has written yet: ask for the lines a few records
-        // ahead now, so that later records do not wait for them (the chunk has a tail to spare).
-        __builtin_prefetch(p + 256, 1, 3);
-      }
+      if (!skip) rec = reserve_record(t, keep);
     }
     uint64_t* tail = rec ? rec->tail : scratch;
     CallWriter w(t, tail);
@@ -344,14 +346,9 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     if constexpr (kWritesRecords) {
       keep = decide_keep(t, ret, fault, &w);
       skip = !keep && outside_window(start);
-      if (!skip) {
-        p = reserve_as(t, keep, kMaxSize);
-        rec = reinterpret_cast<trace::CallRecord*>(p);
-        __builtin_prefetch(p + 256, 1, 3);
-        if (rec != nullptr) {
-          memcpy(rec->tail, scratch, sizeof(uint64_t) * size_t(w.count()));
-          tail = rec->tail;
-        }
+      if (!skip && (rec = reserve_record(t, keep)) != nullptr) {
+        memcpy(rec->tail, scratch, sizeof(uint64_t) * size_t(w.count()));
+        tail = rec->tail;
       }
     }
     if constexpr (kDeviceAlloc && kPtrField >= 0 && kSizeField >= 0) {

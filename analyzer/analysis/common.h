@@ -50,12 +50,16 @@ inline double seconds(uint64_t ns) { return double(ns) / 1e9; }
 // What of its run a process's trace holds, when the flight recorder overwrote routine calls or a
 // capture window left them out (docs/flight-recorder.md); "" when it holds every call. Times are
 // seconds since the process started tracing.
+// Seconds since the process started tracing (the times coverage is told in).
+inline double since_trace_start(const reader::Trace& t, uint64_t ns) {
+  return ns > t.start_ns() ? double(ns - t.start_ns()) / 1e9 : 0.0;
+}
+
 inline std::string coverage_text(const ProcessFacts& p) {
   if (p.trace == nullptr) return "";
   const reader::Coverage& c = p.trace->coverage();
   if (!c.partial()) return "";
-  uint64_t t0 = p.trace->start_ns();
-  auto at = [t0](uint64_t ns) { return ns > t0 ? double(ns - t0) / 1e9 : 0.0; };
+  auto at = [&](uint64_t ns) { return since_trace_start(*p.trace, ns); };
   std::string text;
   if (c.overwritten()) {
     text = fmt::format("routine calls (executions, copies, synchronizations) only from {:.2f} s of its {:.2f} s on: the "

@@ -129,9 +129,8 @@ json summarize(const AllFacts& all) {
     for (const auto& a : t.process().cmdline) cmd += (cmd.empty() ? "" : " ") + a;
     json coverage = nullptr;
     if (const reader::Coverage& c = t.coverage(); c.ring_bytes != 0 || c.window) {
-      uint64_t t0 = t.start_ns();
-      auto at = [t0](uint64_t ns) { return ns > t0 ? double(ns - t0) / 1e9 : 0.0; };
-      coverage = {{"keep", c.keep == trace::KeepMode::kLast ? "last" : c.keep == trace::KeepMode::kAuto ? "auto" : "all"},
+      auto at = [&](uint64_t ns) { return since_trace_start(t, ns); };
+      coverage = {{"keep", reader::keep_name(c.keep)},
                   {"ring_bytes", c.ring_bytes},
                   {"ring_started_s", c.ring_started_ns ? json(at(c.ring_started_ns)) : json(nullptr)},
                   {"overwritten_calls", c.overwritten_calls},

@@ -154,7 +154,7 @@ void print_process(const reader::Trace& t, JsonLine& j) {
   if (cov.ring_bytes != 0 || cov.window) {
     JsonLine cj;
     cj.begin();
-    cj.str("keep", cov.keep == trace::KeepMode::kLast ? "last" : cov.keep == trace::KeepMode::kAuto ? "auto" : "all");
+    cj.str("keep", reader::keep_name(cov.keep));
     cj.num("ring_bytes", cov.ring_bytes);
     if (cov.ring_started_ns) cj.num("ring_started_ns", cov.ring_started_ns);
     cj.num("recycled_chunks", cov.recycled_chunks);

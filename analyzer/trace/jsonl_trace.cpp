@@ -555,8 +555,7 @@ class JsonlTrace : public Trace {
     Coverage cov;
     if (const json* c = find(j, "coverage")) {
       if (!c->is_object()) bad("coverage", *c, "an object");
-      std::string keep = str(*c, "keep", "all");
-      cov.keep = keep == "last" ? trace::KeepMode::kLast : keep == "auto" ? trace::KeepMode::kAuto : trace::KeepMode::kAll;
+      cov.keep = keep_from_name(str(*c, "keep", "all"));
       cov.ring_bytes = u64(*c, "ring_bytes");
       cov.ring_started_ns = u64(*c, "ring_started_ns");
       cov.recycled_chunks = u64(*c, "recycled_chunks");

@@ -997,6 +997,19 @@ void TraceFile::for_each_event(const std::function<void(const Event&)>& fn) cons
   check_unchanged("while it was read");
 }
 
+const char* keep_name(trace::KeepMode mode) {
+  switch (mode) {
+    case trace::KeepMode::kLast: return "last";
+    case trace::KeepMode::kAuto: return "auto";
+    case trace::KeepMode::kAll: break;
+  }
+  return "all";
+}
+
+trace::KeepMode keep_from_name(const std::string& name) {
+  return name == "last" ? trace::KeepMode::kLast : name == "auto" ? trace::KeepMode::kAuto : trace::KeepMode::kAll;
+}
+
 Result<std::vector<std::string>> find_trace_files(const std::string& path, std::vector<std::string>* skipped) {
   if (path == "-") return std::vector<std::string>{path};
   struct stat st {};

@@ -378,6 +378,9 @@ Result<std::vector<std::unique_ptr<Trace>>> read_jsonl_text(const std::string& t
 Result<std::vector<std::string>> find_trace_files(const std::string& path, std::vector<std::string>* skipped = nullptr);
 
 const char* property_name(uint32_t key);
+// CUPROBE_KEEP's words ("all", "auto", "last"), as dump and analyze --json write them.
+const char* keep_name(trace::KeepMode mode);
+trace::KeepMode keep_from_name(const std::string& name);  // kAll for a word it does not know
 const char* library_name(trace::Library lib);
 
 }  // namespace cuprobe::reader
