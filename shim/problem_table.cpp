@@ -37,7 +37,7 @@ class Table {
     if (hash == 0) hash = 1;
     uint32_t slot = uint32_t(hash % kSlots);
     for (uint32_t probe = 0; probe < kSlots; ++probe, slot = (slot + 1) % kSlots) {
-      Slot& s = slots_[slot];
+      Slot& s = base()[slot];
       uint64_t h = __atomic_load_n(&s.hash, __ATOMIC_ACQUIRE);
       if (h == 0) {
         uint64_t expected = 0;
@@ -67,14 +67,14 @@ class Table {
   }
 
   const void* get(uint32_t id) const {
-    return slots_ != nullptr && id != 0 && id <= kEntries && id <= __atomic_load_n(&next_id_, __ATOMIC_ACQUIRE)
+    return base() != nullptr && id != 0 && id <= kEntries && id <= __atomic_load_n(&next_id_, __ATOMIC_ACQUIRE)
                ? entry(id)
                : nullptr;
   }
 
   void reset() {
-    if (slots_ != nullptr) memset(slots_, 0, sizeof(Slot) * kSlots);
-    next_id_ = 0;
+    if (Slot* s = base()) memset(s, 0, sizeof(Slot) * kSlots);
+    __atomic_store_n(&next_id_, 0, __ATOMIC_RELAXED);
   }
 
  private:
@@ -91,8 +91,11 @@ class Table {
     }
     return true;
   }
+  // slots_ is set once by whichever thread maps the table first; every read is atomic, since
+  // another thread may still be trying its own compare-exchange on it.
+  Slot* base() const { return __atomic_load_n(&slots_, __ATOMIC_ACQUIRE); }
   char* entry(uint32_t id) const {
-    return reinterpret_cast<char*>(slots_) + sizeof(Slot) * kSlots + size_t(id - 1) * kEntry;
+    return reinterpret_cast<char*>(base()) + sizeof(Slot) * kSlots + size_t(id - 1) * kEntry;
   }
 
   Slot* slots_ = nullptr;

@@ -215,13 +215,16 @@ TEST(FlightRecorder, ACaptureWindowRecordsRoutineCallsOnlyInsideIt) {
   // are always kept are there; every other one is counted as outside the window.
   Soak whole = soak("fr-window-all", {{"CUPROBE_KEEP", "all"}}, soak_steps() / 8);
   Soak s = soak("fr-window", {{"CUPROBE_DELAY_S", "1"}}, soak_steps() / 8);
-  // CI under TSan (3ca4280) saw the reference with 42 events and no copies: say why if it recurs.
+  // CI under TSan once saw the reference with 42 events and no copies: TSan had reported a race
+  // (fixed) and the program ended early; say why if anything like it recurs.
   ASSERT_EQ(whole.r.status, 1) << whole.r.out << whole.r.err;
   ASSERT_GT(whole.calls("cudaMemcpyAsync"), 0u) << whole.analysis.dump().substr(0, 4000);
   ASSERT_EQ(s.r.status, 1) << s.r.err;
   const json& cov = s.process()["coverage"];
   ASSERT_TRUE(cov.is_object()) << s.process().dump();
-  EXPECT_NEAR(cov["window_from_s"].get<double>(), 1.0, 0.01);
+  // The delay counts from the shim's start, the trace's clock from a little later; under TSan that
+  // gap grew to 22 ms in CI (3ca4280).
+  EXPECT_NEAR(cov["window_from_s"].get<double>(), 1.0, CUPROBE_SANITIZED || CUPROBE_THREAD_SANITIZED ? 0.05 : 0.01);
   EXPECT_TRUE(cov["window_to_s"].is_null());
   // Only the copies and executions just after a search (kept with the search) are there.
   EXPECT_LT(s.calls("cudaMemcpyAsync") * 4, whole.calls("cudaMemcpyAsync"));
