@@ -25,6 +25,11 @@ int cmd_explain(const Args& args);
 int cmd_export(const Args& args);
 int cmd_report(const Args& args);
 int cmd_snapshot(const Args& args);
+int cmd_plans(const Args& args);
+// Plan files (cmds/plans.cpp), for record --pin-plans: the plans FILE holds (UsageError when it is
+// not a plan file), and merging a run's new plans into FILE (--pin-plans-learn).
+size_t plans_count(const std::string& file);
+int plans_learn(const std::string& file, const std::string& run);
 
 // Exit codes of every subcommand.
 inline constexpr int kExitOk = 0;

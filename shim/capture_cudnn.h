@@ -198,6 +198,37 @@ struct FaultProbe<ApiId::cudnnBackendFinalize> {
   }
 };
 
+// Plan pinning: a candidate plan of a pinned problem other than the pinned one fails fast.
+template <>
+struct Steer<ApiId::cudnnBackendFinalize> {
+  static constexpr bool kOn = true;
+  static bool before(ThreadState& t, cudnnStatus_t* r, FaultHit* hit, cudnnBackendDescriptor_t d) {
+    int code = 0;
+    if (!pin_finalize_before(t, d, &code, hit)) return false;
+    *r = cudnnStatus_t(code);
+    return true;
+  }
+  static void after(ThreadState& t, cudnnStatus_t r, cudnnBackendDescriptor_t d) { pin_finalize_after(t, d, int(r)); }
+};
+
+// Plan pinning learns where the pinned configuration stands among the candidates.
+template <>
+struct Steer<ApiId::cudnnBackendGetAttribute> {
+  static constexpr bool kOn = true;
+  static bool before(ThreadState&, cudnnStatus_t*, FaultHit*, cudnnBackendDescriptor_t const, cudnnBackendAttributeName_t,
+                     cudnnBackendAttributeType_t, int64_t, int64_t*, void*) {
+    return false;
+  }
+  static void after(ThreadState& t, cudnnStatus_t r, cudnnBackendDescriptor_t const d, cudnnBackendAttributeName_t name,
+                    cudnnBackendAttributeType_t, int64_t, int64_t* count, void* elements) {
+    if (r != CUDNN_STATUS_SUCCESS || name != CUDNN_ATTR_ENGINEHEUR_RESULTS || count == nullptr || elements == nullptr) return;
+    DescEntry* e = desc_find(d);
+    if (e && e->kind == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR) {
+      pin_heuristics_results(t, *e, *count, static_cast<void* const*>(elements));
+    }
+  }
+};
+
 template <>
 struct Capture<ApiId::cudnnBackendExecute> {
   static constexpr const char* kFields = "plan:u,problem:q,engine:i,knobs:k,workspace:u,ws_ptr:p,align:u";
@@ -224,6 +255,20 @@ struct Capture<ApiId::cudnnBackendExecute> {
         w.close_selection();
       }
     }
+  }
+};
+
+// A pinned plan that fails for real is not steered to again in this process.
+template <>
+struct Steer<ApiId::cudnnBackendExecute> {
+  static constexpr bool kOn = true;
+  static bool before(ThreadState&, cudnnStatus_t*, FaultHit*, cudnnHandle_t, cudnnBackendDescriptor_t,
+                     cudnnBackendDescriptor_t) {
+    return false;
+  }
+  static void after(ThreadState& t, cudnnStatus_t r, cudnnHandle_t, cudnnBackendDescriptor_t plan,
+                    cudnnBackendDescriptor_t) {
+    pin_execute_after(t, plan, int(r));
   }
 };
 
@@ -596,6 +641,132 @@ struct Capture<ApiId::cudnnFindConvolutionBackwardFilterAlgorithmEx> {
     w.p(ws);
   }
 };
+
+// ---- plan pinning of legacy searches and queries ----------------------------------------------
+
+// A cudnnFind* call for a pinned problem is answered with the pinned algorithm alone, its
+// workspace asked of cuDNN (cudnnGet*WorkspaceSize, the query PyTorch itself makes), instead of
+// timing every algorithm. When cuDNN refuses that query the search runs as usual.
+template <ProblemOp kOp, ApiId kWsQuery, typename Perf, typename In0, typename In1, typename Out>
+bool pin_find(ThreadState& t, cudnnStatus_t* r, FaultHit* hit, cudnnHandle_t h, In0 in0, In1 in1,
+              cudnnConvolutionDescriptor_t c, Out out, int requested, int* returned, Perf* perf) {
+  if (requested < 1 || returned == nullptr || perf == nullptr) return false;
+  ProblemRef p = kOp == ProblemOp::kConvDgrad ? legacy_conv_problem(kOp, in1, in0, c, out)
+                                              : legacy_conv_problem(kOp, in0, in1, c, out);
+  LegacyPin pin;
+  if (!pin_legacy(t, p.id, p.hash, h, &pin)) return false;
+  using WsFn = cudnnStatus_t (*)(cudnnHandle_t, In0, In1, cudnnConvolutionDescriptor_t, Out, decltype(Perf::algo),
+                                 size_t*);
+  auto ws_query = reinterpret_cast<WsFn>(real_function(kWsQuery));
+  size_t ws = 0;
+  if (ws_query == nullptr || ws_query(h, in0, in1, c, out, decltype(Perf::algo)(pin.algo), &ws) != CUDNN_STATUS_SUCCESS) {
+    pin_legacy_failed(t, p.id, p.hash);
+    return false;
+  }
+  memset(&perf[0], 0, sizeof perf[0]);
+  perf[0].algo = decltype(Perf::algo)(pin.algo);
+  perf[0].status = CUDNN_STATUS_SUCCESS;
+  perf[0].time = pin.time_ms;
+  perf[0].memory = ws;
+  perf[0].determinism = pin.determinism == 1 ? CUDNN_DETERMINISTIC : CUDNN_NON_DETERMINISTIC;
+  perf[0].mathType = pin.math >= 0 ? cudnnMathType_t(pin.math) : CUDNN_DEFAULT_MATH;
+  *returned = 1;
+  *r = CUDNN_STATUS_SUCCESS;
+  pin_mark_call(hit);
+  pin_legacy_done(t, p.id, p.hash, true);
+  return true;
+}
+
+// A cudnnGet*_v7 answer for a pinned problem gets the pinned algorithm (and math type) first.
+template <ProblemOp kOp, typename Perf, typename In0, typename In1, typename Out>
+void pin_get(ThreadState& t, cudnnStatus_t r, cudnnHandle_t h, In0 in0, In1 in1, cudnnConvolutionDescriptor_t c, Out out,
+             int* returned, Perf* perf) {
+  if (r != CUDNN_STATUS_SUCCESS || returned == nullptr || perf == nullptr) return;
+  ProblemRef p = kOp == ProblemOp::kConvDgrad ? legacy_conv_problem(kOp, in1, in0, c, out)
+                                              : legacy_conv_problem(kOp, in0, in1, c, out);
+  LegacyPin pin;
+  if (!pin_legacy(t, p.id, p.hash, h, &pin)) return;
+  int at = -1;
+  for (int i = 0; i < *returned && at < 0; ++i) {
+    if (int(perf[i].algo) == pin.algo && (pin.math < 0 || int(perf[i].mathType) == pin.math) &&
+        perf[i].status == CUDNN_STATUS_SUCCESS) {
+      at = i;
+    }
+  }
+  if (at > 0) {
+    Perf chosen = perf[at];
+    memmove(&perf[1], &perf[0], sizeof(Perf) * size_t(at));
+    perf[0] = chosen;
+  }
+  pin_legacy_done(t, p.id, p.hash, at >= 0);
+}
+
+#define CUPROBE_PIN_FIND(api, op, ws_api, Perf, In0, In1, Out)                                                   \
+  template <>                                                                                                 \
+  struct Steer<ApiId::api> {                                                                                  \
+    static constexpr bool kOn = true;                                                                         \
+    static bool before(ThreadState& t, cudnnStatus_t* r, FaultHit* hit, cudnnHandle_t h, In0 a, In1 b,        \
+                       cudnnConvolutionDescriptor_t c, Out o, int req, int* ret, Perf* perf) {                 \
+      return pin_find<op, ApiId::ws_api>(t, r, hit, h, a, b, c, o, req, ret, perf);                            \
+    }                                                                                                         \
+    template <typename... A>                                                                                  \
+    static void after(ThreadState&, cudnnStatus_t, A...) {}                                                   \
+  };
+#define CUPROBE_PIN_FIND_EX(api, op, ws_api, Perf, In0, In1, Out)                                                \
+  template <>                                                                                                 \
+  struct Steer<ApiId::api> {                                                                                  \
+    static constexpr bool kOn = true;                                                                         \
+    static bool before(ThreadState& t, cudnnStatus_t* r, FaultHit* hit, cudnnHandle_t h, In0 a, const void*,   \
+                       In1 b, const void*, cudnnConvolutionDescriptor_t c, Out o, void*, int req, int* ret,    \
+                       Perf* perf, void*, size_t) {                                                           \
+      return pin_find<op, ApiId::ws_api>(t, r, hit, h, a, b, c, o, req, ret, perf);                            \
+    }                                                                                                         \
+    template <typename... A>                                                                                  \
+    static void after(ThreadState&, cudnnStatus_t, A...) {}                                                   \
+  };
+#define CUPROBE_PIN_GET(api, op, Perf, In0, In1, Out)                                                            \
+  template <>                                                                                                 \
+  struct Steer<ApiId::api> {                                                                                  \
+    static constexpr bool kOn = true;                                                                         \
+    template <typename... A>                                                                                  \
+    static bool before(ThreadState&, cudnnStatus_t*, FaultHit*, A...) {                                       \
+      return false;                                                                                           \
+    }                                                                                                         \
+    static void after(ThreadState& t, cudnnStatus_t r, cudnnHandle_t h, In0 a, In1 b,                         \
+                      cudnnConvolutionDescriptor_t c, Out o, int, int* ret, Perf* perf) {                      \
+      pin_get<op>(t, r, h, a, b, c, o, ret, perf);                                                            \
+    }                                                                                                         \
+  };
+
+// Forward: (x, w, y); backward data: (w, dy, dx); backward filter: (x, dy, dw), as the vendor
+// signatures order them; legacy_conv_problem takes backward data's as (dy, w).
+CUPROBE_PIN_FIND(cudnnFindConvolutionForwardAlgorithm, ProblemOp::kConvFwd, cudnnGetConvolutionForwardWorkspaceSize,
+                 cudnnConvolutionFwdAlgoPerf_t, cudnnTensorDescriptor_t, cudnnFilterDescriptor_t, cudnnTensorDescriptor_t)
+CUPROBE_PIN_FIND_EX(cudnnFindConvolutionForwardAlgorithmEx, ProblemOp::kConvFwd, cudnnGetConvolutionForwardWorkspaceSize,
+                    cudnnConvolutionFwdAlgoPerf_t, cudnnTensorDescriptor_t, cudnnFilterDescriptor_t,
+                    cudnnTensorDescriptor_t)
+CUPROBE_PIN_GET(cudnnGetConvolutionForwardAlgorithm_v7, ProblemOp::kConvFwd, cudnnConvolutionFwdAlgoPerf_t,
+                cudnnTensorDescriptor_t, cudnnFilterDescriptor_t, cudnnTensorDescriptor_t)
+CUPROBE_PIN_FIND(cudnnFindConvolutionBackwardDataAlgorithm, ProblemOp::kConvDgrad,
+                 cudnnGetConvolutionBackwardDataWorkspaceSize, cudnnConvolutionBwdDataAlgoPerf_t, cudnnFilterDescriptor_t,
+                 cudnnTensorDescriptor_t, cudnnTensorDescriptor_t)
+CUPROBE_PIN_FIND_EX(cudnnFindConvolutionBackwardDataAlgorithmEx, ProblemOp::kConvDgrad,
+                    cudnnGetConvolutionBackwardDataWorkspaceSize, cudnnConvolutionBwdDataAlgoPerf_t,
+                    cudnnFilterDescriptor_t, cudnnTensorDescriptor_t, cudnnTensorDescriptor_t)
+CUPROBE_PIN_GET(cudnnGetConvolutionBackwardDataAlgorithm_v7, ProblemOp::kConvDgrad, cudnnConvolutionBwdDataAlgoPerf_t,
+                cudnnFilterDescriptor_t, cudnnTensorDescriptor_t, cudnnTensorDescriptor_t)
+CUPROBE_PIN_FIND(cudnnFindConvolutionBackwardFilterAlgorithm, ProblemOp::kConvWgrad,
+                 cudnnGetConvolutionBackwardFilterWorkspaceSize, cudnnConvolutionBwdFilterAlgoPerf_t,
+                 cudnnTensorDescriptor_t, cudnnTensorDescriptor_t, cudnnFilterDescriptor_t)
+CUPROBE_PIN_FIND_EX(cudnnFindConvolutionBackwardFilterAlgorithmEx, ProblemOp::kConvWgrad,
+                    cudnnGetConvolutionBackwardFilterWorkspaceSize, cudnnConvolutionBwdFilterAlgoPerf_t,
+                    cudnnTensorDescriptor_t, cudnnTensorDescriptor_t, cudnnFilterDescriptor_t)
+CUPROBE_PIN_GET(cudnnGetConvolutionBackwardFilterAlgorithm_v7, ProblemOp::kConvWgrad,
+                cudnnConvolutionBwdFilterAlgoPerf_t, cudnnTensorDescriptor_t, cudnnTensorDescriptor_t,
+                cudnnFilterDescriptor_t)
+#undef CUPROBE_PIN_FIND
+#undef CUPROBE_PIN_FIND_EX
+#undef CUPROBE_PIN_GET
 
 // ---- workspace queries -----------------------------------------------------------------------
 

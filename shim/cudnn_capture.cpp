@@ -7,6 +7,7 @@
 #include "api.h"
 #include "cudnn_problem.h"
 #include "problem_table.h"
+#include "problem_text.h"
 #include "recorder.h"
 #include "resolve.h"
 
@@ -135,9 +136,8 @@ bool is_op_kind(int kind) {
          kind < kKindBackendLimit;
 }
 
-// The knob set, sorted by knob type so that the same configuration is always the same set.
-uint32_t knobs_id(const KnobSet& knobs) {
-  trace::Knob sorted[kMaxKnobs];
+// The knob set sorted by knob type, so that the same configuration is always the same set.
+int sorted_knobs(const KnobSet& knobs, trace::Knob* sorted) {
   int n = knobs.n < kMaxKnobs ? knobs.n : kMaxKnobs;
   for (int i = 0; i < n; ++i) sorted[i] = trace::Knob{knobs.types[i], 0, knobs.values[i]};
   for (int i = 1; i < n; ++i) {
@@ -147,6 +147,12 @@ uint32_t knobs_id(const KnobSet& knobs) {
       sorted[j - 1] = tmp;
     }
   }
+  return n;
+}
+
+uint32_t knobs_id(const KnobSet& knobs) {
+  trace::Knob sorted[kMaxKnobs];
+  int n = sorted_knobs(knobs, sorted);
   return intern_knobs(t_state, sorted, n);
 }
 
@@ -321,6 +327,26 @@ EngineCfgState* plan_cfg(PlanState& plan) {
   if (!c.queried) query_cfg(c, plan.cfg);
   return &c;
 }
+
+uint64_t plan_key(int64_t engine, const char* knobs_text) {
+  uint64_t h = 1469598103934665603ull;
+  for (int i = 0; i < 8; ++i) h = (h ^ uint8_t(uint64_t(engine) >> (8 * i))) * 1099511628211ull;
+  for (const char* c = knobs_text; *c; ++c) h = (h ^ uint8_t(*c)) * 1099511628211ull;
+  return h;
+}
+
+uint64_t cfg_key(EngineCfgState& cfg, void* cfg_desc) {
+  if (!cfg.queried) query_cfg(cfg, cfg_desc);
+  if (cfg.engine_index < 0) return 0;
+  trace::Knob sorted[kMaxKnobs];
+  int n = sorted_knobs(cfg.knobs, sorted);
+  char text[512];
+  size_t len = render_knobs(sorted, n, text, sizeof text);
+  if (len >= sizeof text) return 0;
+  return plan_key(cfg.engine_index, text);
+}
+
+ProblemLink heur_problem(const DescEntry& heur) { return link_of(heur.u.heur.graph); }
 
 void mirror_set_attribute(DescEntry& e, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
                           int64_t count, const void* el) {

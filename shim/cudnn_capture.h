@@ -41,6 +41,14 @@ ProblemRef graph_problem_of(const DescEntry* graph);
 // (asking cuDNN when heuristics filled it); nullptr when the plan has none the mirror knows.
 EngineCfgState* plan_cfg(PlanState& plan);
 const DescEntry* graph_of_heur(const DescEntry* heur);
+// The problem of a heuristics query's operation graph.
+ProblemLink heur_problem(const DescEntry& heur);
+
+// Plan pinning's identity of a configuration: the engine and the knob text the trace shows
+// (render_knobs of the sorted knob set), hashed. cfg_key asks cuDNN what the configuration holds
+// when the mirror does not know yet; 0 when that cannot be told.
+uint64_t plan_key(int64_t engine, const char* knobs_text);
+uint64_t cfg_key(EngineCfgState& cfg, void* cfg_desc);
 
 // Legacy problems, cached per thread by the raw descriptor states so that a repeated problem
 // costs a hash, not a new signature.

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "faults.h"
 #include "mem_sample.h"
+#include "plan_pins.h"
 #include "stacks.h"
 #include "problem_table.h"
 #include "process_info.h"
@@ -95,6 +96,15 @@ struct FaultProbe {
   static constexpr bool kFromCapture = true;
   template <typename... A>
   static void describe(ThreadState&, FaultCtx&, A...) {}
+};
+
+// Plan pinning's part in a call (plan_pins.h), while a plan file is in force: `before` may answer
+// the call itself (a candidate failed fast, a legacy search answered with the pinned algorithm)
+// and marks it with pin_mark_call; `after` sees the real call's result once it is recorded. The
+// primary template takes no part.
+template <ApiId kSig>
+struct Steer {
+  static constexpr bool kOn = false;
 };
 
 // Whether a kFields string has a field of type `type` ('q' problem, 'k' knobs, 'r' results: ids of
@@ -217,6 +227,16 @@ struct Interceptor<kApi, Ret (*)(A...)> {
         }
       }
     }
+    if constexpr (Steer<kSig>::kOn) {
+      if (__builtin_expect(g_pins_on, 0) && hit.rule < 0) {
+        Ret r{};
+        if (Steer<kSig>::before(t, &r, &hit, a...)) {
+          write(t, r, now_ticks(), 0, &hit, a...);
+          t.mode = kThreadReady;
+          return r;
+        }
+      }
+    }
     t.inflight_api = uint16_t(kApi);
     uint64_t start = now_ticks();
     t.inflight_start = start;
@@ -230,6 +250,9 @@ struct Interceptor<kApi, Ret (*)(A...)> {
       if (g_cap_on && Traits::ok(ret)) cap_adjust_meminfo(Traits::device(t), a...);
     }
     write(t, ret, start, end - start, &hit, a...);
+    if constexpr (Steer<kSig>::kOn) {
+      if (__builtin_expect(g_pins_on, 0)) Steer<kSig>::after(t, ret, a...);
+    }
     t.mode = kThreadReady;
     return ret;
   }
@@ -288,6 +311,8 @@ struct Interceptor<kApi, Ret (*)(A...)> {
   // device allocations from the size threshold up and the start of a cuDNN plan selection (an
   // operation graph finalized, a legacy algorithm query or search); in all mode every event.
   static bool wants_stack(Ret ret, const FaultHit* fault, const uint64_t* fields) {
+    // Candidates plan pinning failed fast are routine: dozens per selection.
+    if (fault->rule == trace::kPinFaultRule) return g_stack_mode == kStacksAll;
     if (g_stack_mode == kStacksAll || !Traits::ok(ret) || fault->rule >= 0) return true;
     if (g_stack_mode != kStacksAlloc) return false;
     if constexpr (kDeviceAlloc && kSizeField >= 0) return fields[kSizeField] >= g_stack_min_bytes;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "faults.h"
+#include "plan_pins.h"
 #include "resolve.h"
 
 namespace cuprobe::shim {
@@ -131,6 +132,7 @@ void write_process_records() {
   write_api_table();
   write_property(trace::Property::kLaunchEvents, g_launch_events ? 1 : 0);
   write_fault_records();
+  write_pin_property();
 }
 
 int process_rank() { return env_int(kRank); }

@@ -5,6 +5,7 @@
 #include "recorder_internal.h"
 
 #include "faults.h"
+#include "plan_pins.h"
 #include "alerts.h"
 #include "mem_sample.h"
 #include "problem_table.h"
@@ -176,6 +177,7 @@ void do_configure() {
   check_other_variables();
   fill_anchor(&g_process_start);
   faults_configure();
+  pins_configure();
   alerts_configure();
   mem_sample_configure();
   stacks_configure();

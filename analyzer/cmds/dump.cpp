@@ -29,14 +29,18 @@ file, or JSON Lines written by an earlier dump ("-" reads them from standard inp
 what the shim counted as lost), "api" lines (each API's flags and argument fields, so that the
 output describes itself), "fault_rule" lines when the process ran under a fault plan or a
 memory cap (each rule with the calls it matched and injected), its "call" lines in time order, then "count" lines (calls of
-counted APIs such as kernel launches, per thread and device), "crash" lines, and "search"
+counted APIs such as kernel launches, per thread and device), "pin" lines when the process ran
+with a plan file (what plan pinning did for each plan selection: "outcome" pinned, not-offered,
+skipped, other-gpu, other-cudnn, other-alignment, pinned-failed or broken; docs/plan-pinning.md),
+"crash" lines, and "search"
 lines: each benchmark search or heuristic selection of a cuDNN algorithm, rebuilt from the
 calls (its problem, every candidate with its measured time, the winner, the wall time).
 
 Every call line has api, ret, ts_ns, dur_ns, pid, tid and device, stream when the call has
 one, and the API's own argument fields (pointers as "0x..." strings). Frees carry the size of
 the allocation they release when the trace holds it. A call the fault plan replaced carries
-"injected" (the rule's name) and "fault_k" (its match number for that rule). A memory sample
+"injected" (the rule's name) and "fault_k" (its match number for that rule); a candidate plan
+pinning failed fast (or a legacy search it answered) carries "pinned": true. A memory sample
 the shim took itself (cudaMemGetInfo or cuMemGetInfo_v2 after allocations, at failures and at
 exit) carries "sample": true. A call with a
 recorded call stack carries "stack": the id of a "stack" line, which lists the innermost Python
@@ -51,7 +55,7 @@ that is not UTF-8 in the trace (a Latin-1 command line) is written with U+FFFD i
 Options:
   --api NAME[,NAME...]  only calls of these APIs
   --pid PID             only this process
-  --no-events           process, count and crash lines only
+  --no-events           process, count, pin and crash lines only
   --searches            process and search lines only
   --no-symbols          stacks as raw addresses (no symbolization)
   --symbols DIR         also look for the traced process's binaries under DIR (traces copied
@@ -347,6 +351,7 @@ void print_events(const reader::Trace& t, const Filter& filter, JsonLine& j) {
       j.str("injected", rule ? rule->name : fmt::format("rule{}", e.fault_rule + 1));
       j.num("fault_k", e.fault_k);
     }
+    if (e.pinned()) j.raw("pinned", "true");
     j.end(stdout);
   });
   tracker.finish();
@@ -427,6 +432,22 @@ void print_tail(const reader::Trace& t, JsonLine& j) {
     j.num("tid", c.tid);
     j.inum("device", c.device);
     j.num("calls", c.calls);
+    j.end(stdout);
+  }
+  for (const auto& p : t.pins()) {
+    j.begin();
+    j.str("type", "pin");
+    j.num("pid", t.pid());
+    j.num("tid", p.tid);
+    j.num("ts_ns", p.ts_ns);
+    j.str("outcome", trace::kPinOutcomeNames[uint32_t(p.outcome)]);
+    j.str("problem", t.problem(p.problem) ? t.problem(p.problem)->text : "");
+    j.str("hash", fmt::format("0x{:016x}", p.problem_hash));
+    j.inum("engine", p.engine);
+    if (p.knobs) j.str("knobs", t.knobs_text(p.knobs));
+    if (p.legacy) j.raw("legacy", "true");
+    if (p.pinned_ms >= 0) j.raw("pinned_ms", fmt::format("{:.4f}", p.pinned_ms));
+    if (p.search_ms >= 0) j.raw("search_ms", fmt::format("{:.3f}", p.search_ms));
     j.end(stdout);
   }
   for (const auto& c : t.crashes()) {

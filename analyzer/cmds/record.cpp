@@ -110,6 +110,15 @@ Fault mode (docs/faults.md): make chosen calls fail on purpose, before the real 
                       8GiB, 25% (of each device), or per device 0=8GiB,1=16GiB
       --replay-faults TRACE
                       inject exactly the faults recorded in an earlier run (directory or file)
+      --pin-plans FILE
+                      replay the cuDNN plans of a plan file (cuprobe plans export): each
+                      selection of a problem in FILE ends on its plan after one candidate, so
+                      cudnn.benchmark does not search again and every rank runs the same
+                      plans; problems not in FILE, other GPUs and other cuDNN versions are
+                      selected as usual (docs/plan-pinning.md)
+      --pin-plans-learn
+                      after COMMAND, add the plans it chose for problems not in FILE to FILE
+                      (created when missing)
 A malformed plan stops here, before COMMAND starts, with what is wrong in it.
 
 Before COMMAND starts, record also stops (exit status 2) on a CUPROBE_* variable in its
@@ -123,7 +132,7 @@ runuser or env -i, which clear the environment. docs/record.md has the details.
 Environment set for COMMAND: LD_PRELOAD (the shim appended), CUPROBE_OUT (absolute run
 directory), and CUPROBE_LAUNCH_EVENTS, CUPROBE_MAX_MB, CUPROBE_KEEP, CUPROBE_DELAY_S,
 CUPROBE_DURATION_S, CUPROBE_WINDOW_NVTX, CUPROBE_CLOCK, CUPROBE_FAULTS, CUPROBE_MEM_CAP, CUPROBE_STACKS,
-CUPROBE_STACK_DEPTH, CUPROBE_STACK_MIN_BYTES, CUPROBE_ALERTS when the options ask. Under plain LD_PRELOAD, set CUPROBE_FAULTS (rules separated by ';') and
+CUPROBE_STACK_DEPTH, CUPROBE_STACK_MIN_BYTES, CUPROBE_ALERTS, CUPROBE_PIN_PLANS when the options ask. Under plain LD_PRELOAD, set CUPROBE_FAULTS (rules separated by ';') and
 CUPROBE_MEM_CAP yourself; a malformed plan is then reported on stderr and nothing is injected.
 Set CUPROBE_SHIM to use a shim other than the one installed beside this command.
 )";
@@ -709,6 +718,10 @@ int cmd_record(const Args& args) {
   });
   options.value("--mem-cap", [&](const std::string& v) { mem_cap = v; });
   options.value("--replay-faults", [&](const std::string& v) { replay_from = v; });
+  std::string pin_plans;
+  bool pin_learn = false;
+  options.value("--pin-plans", [&](const std::string& v) { pin_plans = v; });
+  options.flag("--pin-plans-learn", [&] { pin_learn = true; });
   options.flag("-q,--quiet", [&] {
     quiet = true;
     env.emplace_back("CUPROBE_QUIET", "1");
@@ -748,6 +761,24 @@ int cmd_record(const Args& args) {
     fmt::print(stderr, "cuprobe record: {}\ncuprobe record: the command was not started; see cuprobe record --help\n",
                e.what());
     return kExitUsage;
+  }
+
+  // The plan file is read here, so that a wrong one stops the job before it starts; with
+  // --pin-plans-learn it may not exist yet (this run's plans start it).
+  if (pin_learn && pin_plans.empty()) throw UsageError("--pin-plans-learn needs --pin-plans FILE (the file to add to)");
+  if (!pin_plans.empty()) {
+    std::error_code ec;
+    std::string abs = fs::absolute(pin_plans, ec).lexically_normal().string();
+    if (fs::exists(abs, ec)) {
+      size_t n = plans_count(abs);
+      env.emplace_back("CUPROBE_PIN_PLANS", abs);
+      if (!quiet) fmt::print(stderr, "cuprobe: pinning {} cuDNN plan{} from {}\n", n, n == 1 ? "" : "s", pin_plans);
+    } else if (!pin_learn) {
+      throw UsageError(fmt::format("--pin-plans {}: no such file (write one with cuprobe plans export RUN, or add "
+                                   "--pin-plans-learn to start it with this run)",
+                                   pin_plans));
+    }
+    pin_plans = abs;
   }
 
   if (std::string bad = check_inherited_variables(env); !bad.empty()) {
@@ -856,6 +887,13 @@ int cmd_record(const Args& args) {
     if (!quiet) fmt::print(stderr, "cuprobe: {} was killed by {}\n", command[0], signal_name(WTERMSIG(status)));
   }
   if (!quiet) report(dir, env, obstacle);
+  if (pin_learn) {
+    // The run's own selections (of problems not pinned yet) join the file; its pinned ones are
+    // left out by export. A run that chose nothing leaves the file as it was.
+    if (plans_learn(pin_plans, dir) != kExitOk && !quiet) {
+      fmt::print(stderr, "cuprobe: --pin-plans-learn: nothing added to {}\n", pin_plans);
+    }
+  }
   return code;
 }
 

@@ -155,6 +155,13 @@ bool boolean(const json& j, const char* key, bool def = false) {
   return v->get<bool>();
 }
 
+double dbl(const json& j, const char* key, double def) {
+  const json* v = find(j, key);
+  if (!v) return def;
+  if (!v->is_number()) bad(key, *v, "a number");
+  return v->get<double>();
+}
+
 // An array (empty when absent); `what` names its elements' kind in messages.
 const json& array(const json& j, const char* key) {
   static const json kEmpty = json::array();
@@ -193,7 +200,7 @@ uint64_t hex(const json& j, const char* key, uint64_t def = 0) {
 const std::set<std::string, std::less<>>& common_keys() {
   static const std::set<std::string, std::less<>> keys = {"type",   "api",      "ret",     "ts_ns", "dur_ns",
                                                           "pid",    "tid",      "device",  "stream", "injected",
-                                                          "fault_k", "stack",   "sample"};
+                                                          "fault_k", "stack",   "sample",  "pinned"};
   return keys;
 }
 
@@ -740,6 +747,7 @@ class JsonlTrace : public Trace {
       arg_value_.push_back(value.bits);
     }
     if (injected) e.fault_rule = int8_t(fault_rule_index(rule));
+    else if (boolean(j, "pinned")) e.fault_rule = int8_t(Event::kPinnedRule);
     events_.push_back(e);
     threads_.insert(e.tid);
     last_event_ns_ = std::max(last_event_ns_, e.ts_ns + e.dur_ns);
@@ -872,6 +880,28 @@ class JsonlTrace : public Trace {
     if (!api_ids_.count(name) && apis_.size() >= kMaxApis) throw TooMany{"too many APIs", "APIs in one process"};
     c.api = api_id(name);
     counts_.push_back(c);
+  }
+
+  void add_pin(const json& j) {
+    PinEvent p;
+    p.tid = u32(j, "tid");
+    p.ts_ns = u64(j, "ts_ns");
+    std::string outcome = str(j, "outcome");
+    p.outcome = trace::PinOutcome::kCount;
+    for (uint32_t i = 1; i < uint32_t(trace::PinOutcome::kCount); ++i) {
+      if (outcome == trace::kPinOutcomeNames[i]) p.outcome = trace::PinOutcome(i);
+    }
+    if (p.outcome == trace::PinOutcome::kCount) throw BadValue{"a pin line with an unknown \"outcome\""};
+    std::string problem = str(j, "problem");
+    p.problem_hash = hex(j, "hash");
+    if (!problem.empty()) p.problem = add_problem(problem, p.problem_hash, nullptr);
+    p.engine = i64(j, "engine", -1);
+    std::string knobs = str(j, "knobs");
+    if (!knobs.empty()) p.knobs = add_knobs_text(knobs);
+    p.legacy = boolean(j, "legacy");
+    p.pinned_ms = dbl(j, "pinned_ms", -1);
+    p.search_ms = dbl(j, "search_ms", -1);
+    pins_.push_back(p);
   }
 
   void add_crash(const json& j) {
@@ -1160,7 +1190,7 @@ class JsonlReader {
       const std::string& type = type_value->get_ref<const std::string&>();
       if (type == "search") return;  // rebuilt from the calls
       if (type != "process" && type != "api" && type != "call" && type != "count" && type != "stack" &&
-          type != "fault_rule" && type != "crash" && type != "problem" && type != "module") {
+          type != "fault_rule" && type != "crash" && type != "problem" && type != "module" && type != "pin") {
         damage_.unknown_type(line_no_, type);
         return;
       }
@@ -1182,6 +1212,8 @@ class JsonlReader {
         t->add_fault_rule(j);
       } else if (type == "crash") {
         t->add_crash(j);
+      } else if (type == "pin") {
+        t->add_pin(j);
       } else if (type == "problem") {
         t->add_problem_line(j);
       } else if (type == "module") {

@@ -553,6 +553,23 @@ bool TraceFile::load(std::string* error) {
     crashes_.push_back(c);
   }
   raw_crashes_.clear();
+  for (const auto& [tid, rec] : raw_pins_) {
+    PinEvent p;
+    p.tid = tid;
+    p.ts_ns = clock_.to_ns(rec->ticks);
+    p.outcome = rec->outcome > 0 && rec->outcome < uint32_t(trace::PinOutcome::kCount) ? trace::PinOutcome(rec->outcome)
+                                                                                      : trace::PinOutcome::kNotOffered;
+    p.problem = rec->problem;
+    p.problem_hash = rec->problem_hash;
+    p.engine = rec->engine;
+    p.knobs = rec->knobs;
+    p.legacy = rec->legacy != 0;
+    p.pinned_ms = rec->pinned_ms;
+    p.search_ms = rec->search_ms;
+    pins_.push_back(p);
+  }
+  raw_pins_.clear();
+  std::sort(pins_.begin(), pins_.end(), [](const PinEvent& a, const PinEvent& b) { return a.ts_ns < b.ts_ns; });
   for (const auto& [tid, r] : maybe_handles_) {
     if (r->h.aux < apis_.size() && (apis_[r->h.aux].flags & trace::kApiHandleCreate)) note_handle(tid, r);
   }
@@ -889,6 +906,13 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
         anchors.emplace_back(r->ticks, r->mono_ns);
         break;
       }
+      case trace::RecordType::kPin:
+        if (size < sizeof(trace::PinRecord)) {
+          damaged("pin records too short", index, off);
+          break;
+        }
+        raw_pins_.emplace_back(tid, reinterpret_cast<const trace::PinRecord*>(rec));
+        break;
       case trace::RecordType::kCrash:
         if (size < sizeof(trace::CrashRecord)) {
           damaged("crash records too short", index, off);
@@ -983,7 +1007,7 @@ void TraceFile::for_each_event(const std::function<void(const Event&)>& fn) cons
     if ((r->h.flags & trace::kCallHasStack) && last > 0) e.stack = uint32_t(r->tail[--last]);
     if ((r->h.flags & trace::kCallInjected) && last > 0) {
       uint64_t word = r->tail[--last];
-      e.fault_rule = int(word & 0xffff);
+      e.fault_rule = (word & 0xffff) == trace::kPinFaultRule ? Event::kPinnedRule : int(word & 0xffff);
       e.fault_k = word >> 16;
     }
     if (const Api* a = api(e.api)) {

@@ -68,6 +68,20 @@ struct Crash {
   uint64_t in_flight_start_ns = 0;
 };
 
+// What plan pinning did for one plan selection (trace_format.h PinRecord).
+struct PinEvent {
+  uint32_t tid = 0;
+  uint64_t ts_ns = 0;
+  trace::PinOutcome outcome = trace::PinOutcome::kPinned;
+  uint32_t problem = 0;  // problem id (Trace::problem)
+  uint64_t problem_hash = 0;
+  int64_t engine = -1;   // the pinned engine or algorithm, -1 when none applies
+  uint32_t knobs = 0;    // the pinned knob set's id when the selection ended on it
+  bool legacy = false;
+  double pinned_ms = -1;  // the pinned plan's time in the plan file
+  double search_ms = -1;  // what its search took in the run the plan file came from
+};
+
 // A cuDNN handle the process created, and the device it was created on.
 struct CudnnHandle {
   uint64_t handle = 0;
@@ -98,10 +112,13 @@ struct Event {
   const uint64_t* args = nullptr;
   int nargs = 0;
   uint32_t stack = 0;   // the call's stack (Trace::stack), 0 when none was taken
-  int fault_rule = -1;  // the fault rule that replaced this call (trace_format.h kCallInjected), else -1
+  int fault_rule = -1;  // the fault rule that replaced this call (trace_format.h kCallInjected), else -1;
+                        // kPinnedRule when plan pinning answered it (a candidate failed fast)
   uint64_t fault_k = 0; // the call's match number for that rule
   bool sample = false;  // the shim made this call itself (trace_format.h kCallSample)
+  static constexpr int kPinnedRule = -2;
   bool injected() const { return fault_rule >= 0; }
+  bool pinned() const { return fault_rule == kPinnedRule; }
 };
 
 // A call stack: native return addresses (innermost first) and the innermost Python frames.
@@ -227,6 +244,7 @@ class Trace {
   const std::map<uint32_t, int64_t>& properties() const { return properties_; }
   const std::string& string(uint32_t id) const;
   const std::vector<Crash>& crashes() const { return crashes_; }
+  const std::vector<PinEvent>& pins() const { return pins_; }
   const std::vector<Count>& counts() const { return counts_; }
   const std::vector<CudnnHandle>& cudnn_handles() const { return handles_; }
   const std::vector<FaultRule>& fault_rules() const { return fault_rules_; }
@@ -290,6 +308,7 @@ class Trace {
   uint32_t add_problem(const std::string& text, uint64_t hash, const trace::ProblemDesc* desc);
   uint32_t add_knobs_text(const std::string& text);
   std::vector<Crash> crashes_;
+  std::vector<PinEvent> pins_;
   std::vector<Count> counts_;
   std::vector<CudnnHandle> handles_;
   std::vector<FaultRule> fault_rules_;
@@ -342,6 +361,7 @@ class TraceFile : public Trace {
   uint64_t last_ticks_ = 0;
   Clock clock_;
   std::vector<std::pair<uint32_t, const trace::CrashRecord*>> raw_crashes_;  // (tid, record)
+  std::vector<std::pair<uint32_t, const trace::PinRecord*>> raw_pins_;       // (tid, record)
   std::vector<RawCount> raw_counts_;
   std::vector<std::pair<uint32_t, const trace::CallRecord*>> maybe_handles_;  // (tid, record) before the API table
   std::vector<std::pair<uint32_t, trace::PyFrame>> raw_python_;  // (stack id, frame) until strings are known

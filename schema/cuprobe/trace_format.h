@@ -189,6 +189,7 @@ enum class RecordType : uint16_t {
   kProblem = 13,     // a distinct cuDNN problem (problem.h ProblemRecordHead + ProblemDesc)
   kKnobs = 14,       // a distinct knob set of an engine configuration (problem.h KnobsRecord)
   kAlgoResults = 15, // the algorithms a legacy Find/Get call returned (problem.h AlgoResultsRecord)
+  kPin = 16,         // what plan pinning did for one plan selection (PinRecord)
 };
 
 // Common prefix of every record. Records never exceed a chunk, so 16 bits of size suffice.
@@ -379,6 +380,9 @@ enum class Property : uint32_t {
   // torch.multiprocessing.spawn set no RANK variable; this is how such a process's rank is known.
   kNcclRank = 6,
   kNcclWorldSize = 7,
+  // Plan pinning (CUPROBE_PIN_PLANS; docs/plan-pinning.md): how many pinned plans the process
+  // read from its plan file (0: the file could not be used, nothing was steered).
+  kPinnedPlans = 8,
 };
 
 struct PropertyRecord {
@@ -387,6 +391,40 @@ struct PropertyRecord {
   uint32_t pad;
   int64_t value;
 };
+
+// Plan pinning (docs/plan-pinning.md). The shim steers a plan selection of a problem its plan
+// file names to the pinned engine and knobs (or legacy algorithm) by failing the other candidates
+// fast: those calls are recorded as failed with CUDNN_STATUS_NOT_SUPPORTED and a fault word whose
+// rule is kPinFaultRule (never a rule of the fault plan). One PinRecord per selection says how it
+// ended for pinning.
+inline constexpr uint16_t kPinFaultRule = 0xffff;
+enum class PinOutcome : uint32_t {
+  kPinned = 1,          // the selection was steered to the pinned plan
+  kNotOffered = 2,      // stepped aside: the pinned plan was not among cuDNN's candidates
+  kSkipped = 3,         // stepped aside: the application went past the pinned plan without building it
+  kOtherGpu = 4,        // stepped aside: the file pins this problem for other GPU models only
+  kOtherCudnn = 5,      // stepped aside: ... for other cuDNN versions only
+  kOtherAlignment = 6,  // stepped aside: ... for other data alignments only
+  kPinnedFailed = 7,    // stepped aside: the pinned plan failed (finalize, execution, workspace query);
+                        // later selections of the problem in this process are not steered
+  kBroken = 8,          // stepped aside: the pinned plan failed earlier in this process
+  kCount = 9,
+};
+inline constexpr const char* kPinOutcomeNames[] = {
+    "?", "pinned", "not-offered", "skipped", "other-gpu", "other-cudnn", "other-alignment", "pinned-failed", "broken"};
+struct PinRecord {
+  RecordHeader h;
+  uint32_t outcome;     // PinOutcome
+  uint32_t problem;     // interned problem id
+  uint64_t problem_hash;
+  uint64_t ticks;
+  int64_t engine;       // the pinned engine (backend) or algorithm (legacy); -1 when none applies
+  uint32_t knobs;       // the pinned knob set's id when the selection ended on it, else 0
+  uint32_t legacy;      // 1: a legacy Find/Get selection
+  float pinned_ms;      // the pinned plan's time as the plan file measured it, -1 unknown
+  float search_ms;      // what the search it replaces took in the run the file came from, -1 unknown
+};
+static_assert(sizeof(PinRecord) == 56);
 
 // One rule of the fault plan the process ran under. index kFaultRuleSlots - 1 is the memory
 // cap (name "mem-cap", text the cap as given). Text: the name, then the rule as written.

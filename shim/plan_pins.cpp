@@ -1,0 +1,500 @@
+// Plan pinning: see plan_pins.h. The plan file is the JSON `cuprobe plans export` writes; the
+// shim reads only each entry's "pin" string (docs/plan-pinning.md gives its grammar), so that it
+// needs no JSON parser and a file reformatted by other tools still works.
+#include "plan_pins.h"
+
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "clock.h"
+#include "cudnn_capture.h"
+#include "process_info.h"
+#include "resolve.h"
+
+namespace cuprobe::shim {
+
+bool g_pins_on = false;
+
+namespace {
+
+constexpr size_t kMaxFileBytes = size_t(64) << 20;
+constexpr int kMaxOffered = 96;  // candidates of one selection whose order is remembered
+
+struct Pin {
+  uint64_t hash;    // problem
+  uint64_t key;     // plan_key(engine, knobs) of the pinned configuration (backend)
+  int64_t engine;   // engine global index (backend) or algorithm (legacy)
+  int64_t cudnn;    // cuDNN version the plan was chosen with, 0 any
+  uint32_t align;   // smallest data alignment of the problem (backend), 0 any
+  uint32_t gpu;     // FNV-1a of the device name, 0 any
+  int32_t math;     // legacy math type
+  int32_t determinism;
+  float time_ms;
+  float search_ms;
+  uint8_t legacy;
+  uint32_t broken;  // set once the pinned plan failed for real in this process
+};
+
+Pin* g_pins;
+size_t g_n_pins;
+uint64_t g_pin_calls;  // candidates failed fast, and legacy answers given, so far (fault word k)
+uint32_t g_gpu_hash[32];
+int64_t g_cudnn_version = -1;
+
+// The plan selection a thread is in, for the problem of its latest heuristics query or finalize.
+struct Selection {
+  uint64_t hash;
+  uint32_t problem;
+  trace::PinOutcome why;  // when pin is nullptr: why the file's pins do not apply here
+  const Pin* pin;
+  void* pinned_plan;      // the plan descriptor of the pinned configuration being finalized
+  int32_t pinned_pos;     // where heuristics offered the pinned configuration, -1 not offered
+  uint16_t n_offered;
+  uint8_t built;          // the pinned plan was built: every other candidate fails fast
+  uint8_t aside;          // this selection is left alone
+  uint8_t reported;
+  uint64_t offered[kMaxOffered];  // plan keys in the order heuristics offered them
+};
+__thread Selection t_sel __attribute__((tls_model("initial-exec")));
+
+uint32_t fnv32(const char* s) {
+  uint32_t h = 2166136261u;
+  for (; *s; ++s) h = (h ^ uint8_t(*s)) * 16777619u;
+  return h;
+}
+
+void complain(const char* path, const char* what) {
+  fprintf(stderr, "cuprobe: CUPROBE_PIN_PLANS=%s: %s; no plans are pinned\n", path, what);
+}
+
+bool parse_u64(const char* s, const char* end, int base, uint64_t* out) {
+  if (s == end) return false;
+  uint64_t v = 0;
+  for (; s < end; ++s) {
+    int d;
+    if (*s >= '0' && *s <= '9') d = *s - '0';
+    else if (base == 16 && *s >= 'a' && *s <= 'f') d = *s - 'a' + 10;
+    else if (base == 16 && *s >= 'A' && *s <= 'F') d = *s - 'A' + 10;
+    else return false;
+    if (v > (UINT64_MAX - uint64_t(d)) / uint64_t(base)) return false;
+    v = v * uint64_t(base) + uint64_t(d);
+  }
+  *out = v;
+  return true;
+}
+
+bool parse_i64(const char* s, const char* end, int64_t* out) {
+  bool neg = s < end && *s == '-';
+  uint64_t v = 0;
+  if (!parse_u64(s + (neg ? 1 : 0), end, 10, &v) || v > uint64_t(INT64_MAX)) return false;
+  *out = neg ? -int64_t(v) : int64_t(v);
+  return true;
+}
+
+bool parse_ms(const char* s, const char* end, float* out) {
+  char buf[32];
+  size_t n = size_t(end - s);
+  if (n == 0 || n >= sizeof buf) return false;
+  memcpy(buf, s, n);
+  buf[n] = 0;
+  char* stop = nullptr;
+  double v = strtod(buf, &stop);
+  if (stop != buf + n || !(v >= -1 && v < 1e9)) return false;
+  *out = float(v);
+  return true;
+}
+
+// One "pin" string: space-separated KEY=VALUE words (docs/plan-pinning.md).
+bool parse_pin(const char* s, const char* end, Pin* p) {
+  memset(p, 0, sizeof *p);
+  p->engine = -1;
+  p->math = -1;
+  p->determinism = -1;
+  p->time_ms = -1;
+  p->search_ms = -1;
+  bool has_hash = false, has_engine = false, has_kind = false;
+  char knobs[512] = "";
+  while (s < end) {
+    while (s < end && *s == ' ') ++s;
+    const char* w = s;
+    while (s < end && *s != ' ') ++s;
+    if (w == s) break;
+    const char* eq = static_cast<const char*>(memchr(w, '=', size_t(s - w)));
+    if (eq == nullptr) return false;
+    const char* v = eq + 1;
+    uint64_t u = 0;
+    int64_t i = 0;
+    switch (eq - w == 1 ? *w : 0) {
+      case 'h': if (!parse_u64(v, s, 16, &p->hash)) return false; has_hash = true; break;
+      case 'a': if (!parse_u64(v, s, 10, &u) || u > UINT32_MAX) return false; p->align = uint32_t(u); break;
+      case 'g': if (!parse_u64(v, s, 16, &u) || u > UINT32_MAX) return false; p->gpu = uint32_t(u); break;
+      case 'v': if (!parse_i64(v, s, &p->cudnn)) return false; break;
+      case 'e': if (!parse_i64(v, s, &p->engine)) return false; has_engine = true; break;
+      case 'm': if (!parse_i64(v, s, &i)) return false; p->math = int32_t(i); break;
+      case 'd': if (!parse_i64(v, s, &i)) return false; p->determinism = int32_t(i); break;
+      case 't': if (!parse_ms(v, s, &p->time_ms)) return false; break;
+      case 'c': if (!parse_ms(v, s, &p->search_ms)) return false; break;
+      case 'k':
+        if (size_t(s - v) >= sizeof knobs) return false;
+        memcpy(knobs, v, size_t(s - v));
+        knobs[s - v] = 0;
+        break;
+      case 's':
+        if (s - v == 7 && memcmp(v, "backend", 7) == 0) p->legacy = 0;
+        else if (s - v == 6 && memcmp(v, "legacy", 6) == 0) p->legacy = 1;
+        else return false;
+        has_kind = true;
+        break;
+      default: break;  // words of newer writers
+    }
+  }
+  if (!has_hash || !has_engine || !has_kind) return false;
+  p->key = plan_key(p->engine, knobs);
+  return true;
+}
+
+// Calls `f(begin, end)` for each "pin" string of the file's text; false when one is malformed.
+template <typename F>
+bool each_pin_string(const char* text, size_t len, F f) {
+  const char* end = text + len;
+  for (const char* s = text; (s = static_cast<const char*>(memmem(s, size_t(end - s), "\"pin\"", 5))) != nullptr;) {
+    s += 5;
+    while (s < end && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')) ++s;
+    if (s >= end || *s != ':') continue;  // the word as a value, not a key
+    ++s;
+    while (s < end && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')) ++s;
+    if (s >= end || *s != '"') return false;
+    const char* b = ++s;
+    while (s < end && *s != '"' && *s != '\\') ++s;
+    if (s >= end || *s != '"') return false;
+    if (!f(b, s)) return false;
+  }
+  return true;
+}
+
+void sort_pins(Pin* p, size_t n) {
+  for (size_t gap = n / 2; gap > 0; gap /= 2) {
+    for (size_t i = gap; i < n; ++i) {
+      Pin tmp = p[i];
+      size_t j = i;
+      for (; j >= gap && p[j - gap].hash > tmp.hash; j -= gap) p[j] = p[j - gap];
+      p[j] = tmp;
+    }
+  }
+}
+
+int64_t cudnn_version() {
+  int64_t v = __atomic_load_n(&g_cudnn_version, __ATOMIC_RELAXED);
+  if (v >= 0) return v;
+  using VersionFn = size_t (*)();
+  auto fn = reinterpret_cast<VersionFn>(resolve_in_library(trace::Library::kCudnn, "cudnnGetVersion"));
+  v = fn ? int64_t(fn()) : 0;
+  __atomic_store_n(&g_cudnn_version, v, __ATOMIC_RELAXED);
+  return v;
+}
+
+uint32_t gpu_hash(int device) {
+  if (device < 0 || device >= 32) return 0;
+  uint32_t h = __atomic_load_n(&g_gpu_hash[device], __ATOMIC_RELAXED);
+  if (h != 0) return h;
+  using PropsFn = cudaError_t (*)(cudaDeviceProp*, int);
+  auto fn = reinterpret_cast<PropsFn>(real_function(ApiId::cudaGetDeviceProperties));
+  cudaDeviceProp props;
+  memset(&props, 0, sizeof props);
+  if (fn == nullptr || fn(&props, device) != cudaSuccess) return 0;
+  props.name[sizeof props.name - 1] = 0;
+  h = fnv32(props.name);
+  __atomic_store_n(&g_gpu_hash[device], h, __ATOMIC_RELAXED);
+  return h;
+}
+
+// The pin that applies to a problem here, or nullptr with *why saying why none does; *listed
+// false when the file does not name the problem at all (nothing to say then).
+const Pin* find_pin(uint64_t hash, uint32_t align, int device, bool legacy, bool* listed, trace::PinOutcome* why) {
+  *listed = false;
+  size_t lo = 0, hi = g_n_pins;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (g_pins[mid].hash < hash) lo = mid + 1;
+    else hi = mid;
+  }
+  bool gpu_ok = false, cudnn_ok = false;
+  for (size_t i = lo; i < g_n_pins && g_pins[i].hash == hash; ++i) {
+    const Pin& p = g_pins[i];
+    if (p.legacy != (legacy ? 1 : 0)) continue;
+    *listed = true;
+    uint32_t g = p.gpu ? gpu_hash(device) : 0;
+    if (p.gpu && g && p.gpu != g) continue;
+    gpu_ok = true;
+    int64_t v = p.cudnn ? cudnn_version() : 0;
+    if (p.cudnn && v && p.cudnn != v) continue;
+    cudnn_ok = true;
+    if (!legacy && p.align && align && p.align != align) continue;
+    return &p;
+  }
+  *why = !gpu_ok ? trace::PinOutcome::kOtherGpu
+                 : (!cudnn_ok ? trace::PinOutcome::kOtherCudnn : trace::PinOutcome::kOtherAlignment);
+  return nullptr;
+}
+
+bool any_pin(uint64_t hash) {
+  size_t lo = 0, hi = g_n_pins;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (g_pins[mid].hash < hash) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < g_n_pins && g_pins[lo].hash == hash;
+}
+
+bool broken(const Pin* p) { return __atomic_load_n(&const_cast<Pin*>(p)->broken, __ATOMIC_RELAXED) != 0; }
+void set_broken(const Pin* p) { __atomic_store_n(&const_cast<Pin*>(p)->broken, 1u, __ATOMIC_RELAXED); }
+
+void write_record(ThreadState& t, trace::PinOutcome o, uint32_t problem, uint64_t hash, const Pin* pin,
+                  uint32_t knobs, bool legacy) {
+  if (t.chunk == nullptr) return;
+  constexpr uint32_t kSize = sizeof(trace::PinRecord);
+  char* p = reserve_kept(t, kSize);
+  if (p == nullptr) return;
+  auto* r = reinterpret_cast<trace::PinRecord*>(p);
+  r->h = trace::make_header(trace::RecordType::kPin, kSize);
+  r->outcome = uint32_t(o);
+  r->problem = problem;
+  r->problem_hash = hash;
+  r->ticks = now_ticks();
+  r->engine = pin ? pin->engine : -1;
+  r->knobs = knobs;
+  r->legacy = legacy ? 1 : 0;
+  r->pinned_ms = pin ? pin->time_ms : -1;
+  r->search_ms = pin ? pin->search_ms : -1;
+  commit_kept(t, kSize);
+}
+
+// The selection's outcome, once (a failure of the pinned plan is always written).
+void report(ThreadState& t, trace::PinOutcome o, uint32_t knobs = 0) {
+  Selection& s = t_sel;
+  if (o != trace::PinOutcome::kPinned) s.aside = 1;
+  if (s.reported && o != trace::PinOutcome::kPinnedFailed) return;
+  s.reported = 1;
+  write_record(t, o, s.problem, s.hash, s.pin, knobs, false);
+}
+
+void begin_selection(uint64_t hash, uint32_t problem, uint32_t align, int device) {
+  Selection& s = t_sel;
+  s.hash = hash;
+  s.problem = problem;
+  bool listed = false;
+  s.pin = find_pin(hash, align, device, false, &listed, &s.why);
+  s.pinned_plan = nullptr;
+  s.pinned_pos = -1;
+  s.n_offered = 0;
+  s.built = s.aside = s.reported = 0;
+}
+
+int handle_device(const void* handle) {
+  int device = -1;
+  const void* stream = nullptr;
+  return handle_lookup(handle, &device, &stream) ? device : -1;
+}
+
+}  // namespace
+
+void pins_configure() {
+  const char* path = getenv("CUPROBE_PIN_PLANS");
+  if (path == nullptr || *path == 0) return;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    complain(path, strerror(errno));
+    if (fd >= 0) close(fd);
+    return;
+  }
+  if (size_t(st.st_size) > kMaxFileBytes || st.st_size <= 0) {
+    complain(path, st.st_size <= 0 ? "the file is empty" : "the file is larger than 64 MiB");
+    close(fd);
+    return;
+  }
+  size_t len = size_t(st.st_size);
+  void* map = mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) {
+    complain(path, strerror(errno));
+    return;
+  }
+  const char* text = static_cast<const char*>(map);
+  size_t n = 0;
+  Pin scratch;
+  size_t bad_at = 0;
+  bool ok = each_pin_string(text, len, [&](const char* b, const char* e) {
+    if (!parse_pin(b, e, &scratch)) {
+      bad_at = size_t(b - text);
+      return false;
+    }
+    ++n;
+    return true;
+  });
+  if (!ok) {
+    char what[160];
+    snprintf(what, sizeof what, "a \"pin\" string near byte %zu is not one cuprobe plans export writes", bad_at);
+    complain(path, what);
+  } else if (n == 0) {
+    complain(path, "no \"pin\" entries (write the file with cuprobe plans export)");
+  } else {
+    void* mem = mmap(nullptr, n * sizeof(Pin), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem != MAP_FAILED) {
+      g_pins = static_cast<Pin*>(mem);
+      each_pin_string(text, len, [&](const char* b, const char* e) {
+        parse_pin(b, e, &g_pins[g_n_pins++]);
+        return true;
+      });
+      sort_pins(g_pins, g_n_pins);
+      g_pins_on = true;
+    }
+  }
+  munmap(map, len);
+}
+
+void write_pin_property() {
+  if (getenv("CUPROBE_PIN_PLANS") != nullptr) write_property(trace::Property::kPinnedPlans, int64_t(g_n_pins));
+}
+
+void pin_mark_call(FaultHit* hit) {
+  hit->rule = trace::kPinFaultRule;
+  hit->k = __atomic_add_fetch(&g_pin_calls, 1, __ATOMIC_RELAXED);
+}
+
+void pin_heuristics_results(ThreadState& t, const DescEntry& heur, int64_t count, void* const* cfgs) {
+  ProblemLink link = heur_problem(heur);
+  if (link.hash == 0 || !any_pin(link.hash)) return;
+  Selection& s = t_sel;
+  // A fallback query continues the selection of the query before it (cudnn-frontend's benchmark
+  // path asks for both before building any plan; the heuristic path asks for fallbacks when
+  // every heuristic candidate failed).
+  if (s.hash != link.hash || heur.u.heur.mode != CUDNN_HEUR_MODE_FALLBACK) {
+    begin_selection(link.hash, link.id, link.min_alignment, current_device(t));
+  }
+  if (s.pin == nullptr) return;
+  for (int64_t i = 0; i < count && s.n_offered < kMaxOffered; ++i) {
+    DescEntry* cfg = desc_find(cfgs[i]);
+    if (cfg == nullptr || cfg->kind != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR) continue;
+    uint64_t key = cfg_key(cfg->u.cfg, cfgs[i]);
+    if (key == s.pin->key && s.pinned_pos < 0) s.pinned_pos = s.n_offered;
+    s.offered[s.n_offered++] = key;
+  }
+}
+
+bool pin_finalize_before(ThreadState& t, void* plan_desc, int* code, FaultHit* hit) {
+  DescEntry* e = desc_find(plan_desc);
+  if (e == nullptr || e->kind != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) return false;
+  EngineCfgState* cfg = plan_cfg(e->u.plan);
+  if (cfg == nullptr || cfg->problem.hash == 0 || !any_pin(cfg->problem.hash)) return false;
+  Selection& s = t_sel;
+  if (s.hash != cfg->problem.hash) {
+    // Plans built with no heuristics query seen on this thread: nothing says where the pinned
+    // configuration stands, so the selection is left alone (below).
+    begin_selection(cfg->problem.hash, cfg->problem.id, cfg->problem.min_alignment, handle_device(e->u.plan.handle));
+  }
+  if (s.pin == nullptr) {
+    report(t, s.why);
+    return false;
+  }
+  if (s.aside) return false;
+  if (broken(s.pin)) {
+    report(t, trace::PinOutcome::kBroken);
+    return false;
+  }
+  uint64_t key = cfg_key(*cfg, e->u.plan.cfg);
+  if (key != 0 && key == s.pin->key) {
+    s.pinned_plan = plan_desc;
+    return false;
+  }
+  if (!s.built) {
+    if (s.pinned_pos < 0) {
+      report(t, trace::PinOutcome::kNotOffered);
+      return false;
+    }
+    int pos = -1;
+    for (int i = 0; i < s.n_offered && pos < 0; ++i) pos = s.offered[i] == key ? i : -1;
+    if (pos > s.pinned_pos) {  // the application passed the pinned configuration by
+      report(t, trace::PinOutcome::kSkipped);
+      return false;
+    }
+    if (pos < 0) return false;  // not a configuration heuristics offered: where it stands is unknown
+  }
+  *code = CUDNN_STATUS_NOT_SUPPORTED;
+  pin_mark_call(hit);
+  return true;
+}
+
+void pin_finalize_after(ThreadState& t, void* plan_desc, int status) {
+  Selection& s = t_sel;
+  if (s.pinned_plan != plan_desc || plan_desc == nullptr) return;
+  s.pinned_plan = nullptr;
+  if (status == CUDNN_STATUS_SUCCESS) {
+    s.built = 1;
+    DescEntry* e = desc_find(plan_desc);
+    report(t, trace::PinOutcome::kPinned, e ? e->u.plan.knobs_id : 0);
+  } else {
+    set_broken(s.pin);
+    report(t, trace::PinOutcome::kPinnedFailed);
+  }
+}
+
+void pin_execute_after(ThreadState& t, void* plan_desc, int status) {
+  if (status == CUDNN_STATUS_SUCCESS) return;
+  DescEntry* e = desc_find(plan_desc);
+  if (e == nullptr || e->kind != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR || !any_pin(e->u.plan.problem_hash)) return;
+  EngineCfgState* cfg = plan_cfg(e->u.plan);
+  if (cfg == nullptr) return;
+  bool listed = false;
+  trace::PinOutcome why;
+  const Pin* p = find_pin(e->u.plan.problem_hash, uint32_t(e->u.plan.min_alignment), handle_device(e->u.plan.handle),
+                          false, &listed, &why);
+  if (p == nullptr || broken(p) || cfg_key(*cfg, e->u.plan.cfg) != p->key) return;
+  set_broken(p);
+  write_record(t, trace::PinOutcome::kPinnedFailed, e->u.plan.problem_id, e->u.plan.problem_hash, p, e->u.plan.knobs_id,
+               false);
+}
+
+bool pin_legacy(ThreadState& t, uint32_t problem, uint64_t hash, const void* handle, LegacyPin* out) {
+  if (hash == 0 || !any_pin(hash)) return false;
+  bool listed = false;
+  trace::PinOutcome why = trace::PinOutcome::kNotOffered;
+  const Pin* p = find_pin(hash, 0, handle_device(handle), true, &listed, &why);
+  if (!listed) return false;
+  if (p != nullptr && broken(p)) {
+    why = trace::PinOutcome::kBroken;
+    p = nullptr;
+  }
+  if (p == nullptr) {
+    write_record(t, why, problem, hash, nullptr, 0, true);
+    return false;
+  }
+  *out = LegacyPin{int32_t(p->engine), p->math, p->determinism, p->time_ms};
+  return true;
+}
+
+void pin_legacy_done(ThreadState& t, uint32_t problem, uint64_t hash, bool pinned) {
+  bool listed = false;
+  trace::PinOutcome why;
+  const Pin* p = find_pin(hash, 0, -1, true, &listed, &why);
+  write_record(t, pinned ? trace::PinOutcome::kPinned : trace::PinOutcome::kNotOffered, problem, hash, p, 0, true);
+}
+
+void pin_legacy_failed(ThreadState& t, uint32_t problem, uint64_t hash) {
+  bool listed = false;
+  trace::PinOutcome why;
+  if (const Pin* p = find_pin(hash, 0, -1, true, &listed, &why)) set_broken(p);
+  write_record(t, trace::PinOutcome::kPinnedFailed, problem, hash, nullptr, 0, true);
+}
+
+}  // namespace cuprobe::shim
