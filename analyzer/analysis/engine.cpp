@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "analysis/common.h"
+#include "analysis/pinning.h"
 #include "utf8.h"
 
 namespace cuprobe::analysis {
@@ -162,7 +163,8 @@ json summarize(const AllFacts& all) {
                          {"memory", mem},
                          {"dropped_events", t.stat(trace::kStatDroppedEvents)},
                          {"kept_dropped", t.stat(trace::kStatKeptDropped)},
-                         {"coverage", coverage}});
+                         {"coverage", coverage},
+                         {"pinning", pin_json(pin_summary(p))}});
     for (const auto& [d, dev] : t.devices()) {
       std::string key = p.host + "/" + dev.uuid;
       if (!device_keys.insert(key).second) continue;
@@ -357,6 +359,7 @@ void print_report(const Report& r, bool color, FILE* out) {
     if (const json& c = p["coverage"]; c.is_object() && !c["text"].get<std::string>().empty()) {
       fmt::print(out, "    trace holds: {}\n", c["text"].get<std::string>());
     }
+    if (const json& c = p["pinning"]; c.is_object()) fmt::print(out, "    plan pinning: {}\n", c["text"].get<std::string>());
   }
   if (!s["faults"].empty()) {
     fmt::print(out, "  fault injection (these failures were made by cuprobe; findings below leave them out "

@@ -2,8 +2,9 @@
 // plus the other legacy families a model touches: a 3x3 convolution in all three directions
 // (heuristic pick, workspace size, FindEx over a 64 MiB workspace, then the run with the found
 // algorithm), batch norm training/backward/inference, max pooling, one LSTM forward, CTC loss
-// and a spatial transformer. Prints "legacy <direction> algo=<algo> workspace=<bytes>" per
-// convolution direction and "legacy done" at the end.
+// and a spatial transformer. Prints "legacy <direction> heuristic_first=<algo>" (the heuristic
+// query's first answer) and "legacy <direction> algo=<algo> workspace=<bytes>" per convolution
+// direction, and "legacy done" at the end.
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -105,6 +106,7 @@ int main() {
     cudnnConvolutionFwdAlgoPerf_t perf[8];
     int n = 0;
     CK(cudnnGetConvolutionForwardAlgorithm_v7(handle, x_desc, w_desc, conv, y_desc, 8, &n, perf));
+    std::printf("legacy fwd heuristic_first=%d\n", int(perf[0].algo));
     if (n < 1) ck(CUDNN_STATUS_NOT_SUPPORTED, "cudnnGetConvolutionForwardAlgorithm_v7 (no result)");
     size_t ws_size = 0;
     CK(cudnnGetConvolutionForwardWorkspaceSize(handle, x_desc, w_desc, conv, y_desc, perf[0].algo, &ws_size));
@@ -121,6 +123,7 @@ int main() {
     cudnnConvolutionBwdDataAlgoPerf_t perf[8];
     int n = 0;
     CK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w_desc, y_desc, conv, x_desc, 8, &n, perf));
+    std::printf("legacy bwd_data heuristic_first=%d\n", int(perf[0].algo));
     if (n < 1) ck(CUDNN_STATUS_NOT_SUPPORTED, "cudnnGetConvolutionBackwardDataAlgorithm_v7 (no result)");
     size_t ws_size = 0;
     CK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w_desc, y_desc, conv, x_desc, perf[0].algo, &ws_size));
@@ -137,6 +140,7 @@ int main() {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[8];
     int n = 0;
     CK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x_desc, y_desc, conv, w_desc, 8, &n, perf));
+    std::printf("legacy bwd_filter heuristic_first=%d\n", int(perf[0].algo));
     if (n < 1) ck(CUDNN_STATUS_NOT_SUPPORTED, "cudnnGetConvolutionBackwardFilterAlgorithm_v7 (no result)");
     size_t ws_size = 0;
     CK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x_desc, y_desc, conv, w_desc, perf[0].algo, &ws_size));

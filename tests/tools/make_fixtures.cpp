@@ -24,6 +24,8 @@
 
 #include <cudnn.h>
 
+#include <fmt/format.h>
+
 #include "json_line.h"
 #include "problem_text.h"
 #include "trace/jsonl_writer.h"
@@ -271,6 +273,27 @@ class Trace {
     uuid_ = std::move(u);
     return *this;
   }
+  // What plan pinning did for one selection (a "pin" line, as dump writes it), now.
+  Trace& pin(const std::string& outcome, const Problem& problem, int64_t engine, double search_ms) {
+    if (!problem_index_.count(problem.text)) {
+      problem_index_[problem.text] = problems_.size();
+      problems_.push_back(problem);
+    }
+    JsonLine j;
+    j.begin();
+    j.str("type", "pin");
+    j.num("pid", pid_);
+    j.num("tid", pid_);
+    j.num("ts_ns", t_);
+    j.str("outcome", outcome);
+    j.str("problem", problem.text);
+    j.str("hash", fmt::format("0x{:016x}", problem.hash));
+    j.inum("engine", engine);
+    if (search_ms >= 0) j.raw("search_ms", fmt::format("{:.3f}", search_ms));
+    pins_.emplace_back(j.finish());
+    t_ += 1000;
+    return *this;
+  }
   // Ran under cuprobe's memory cap (record --mem-cap TEXT): the fault plan's last slot.
   Trace& mem_cap(std::string text) {
     mem_cap_ = std::move(text);
@@ -335,6 +358,7 @@ class Trace {
     }
     for (const Problem& p : problems_) cuprobe::jsonl::write_problem_line(j, pid_, p.hash, p.text, &p.desc, f);
     for (const CallLine& c : calls_) cuprobe::jsonl::write_call_line(j, c, f);
+    for (const std::string& line : pins_) std::fprintf(f, "%s\n", line.c_str());
     if (std::fclose(f) != 0) {
       std::perror(path.c_str());
       std::exit(1);
@@ -360,6 +384,7 @@ class Trace {
   std::vector<CallLine> calls_;
   std::vector<Problem> problems_;
   std::map<std::string, size_t> problem_index_;
+  std::vector<std::string> pins_;
 };
 
 const std::vector<Candidate> kCandidates = {{38, "tile_size=8,stages=4", 2 * kMiB, 0.40, 0},
@@ -1022,6 +1047,42 @@ void allocation_churn() {
   settles.write("allocation-churn/quiet/settles.jsonl");
 }
 
+// Plan pinning: a run whose every selection ended on the pinned plan (quiet: analyze's summary
+// says so), one whose plan file came from another GPU model (fire), and one whose file the shim
+// could not read (fire).
+void plan_pinning() {
+  std::vector<Problem> problems = {conv(64, 224), conv(64, 112), conv(64, 56)};
+  {
+    Trace t(1900);
+    t.property("pinned_plans", 3);
+    for (const Problem& p : problems) {
+      Plan plan = *t.search(p, {kCandidates[1]}, 0);
+      t.pin("pinned", p, kCandidates[1].engine, 42.5);
+      steps(t, plan, p, 3);
+    }
+    t.write("plan-pinning/quiet/all_pinned.jsonl");
+  }
+  {
+    Trace t(1901);
+    t.property("pinned_plans", 3);
+    for (const Problem& p : problems) {
+      Plan plan = *t.search(p, kCandidates, 1);
+      t.pin("other-gpu", p, -1, -1);
+      steps(t, plan, p, 3);
+    }
+    t.write("plan-pinning/fire/other_gpu.jsonl");
+  }
+  {
+    Trace t(1902);
+    t.property("pinned_plans", 0);
+    for (const Problem& p : problems) {
+      Plan plan = *t.search(p, kCandidates, 1);
+      steps(t, plan, p, 3);
+    }
+    t.write("plan-pinning/fire/unreadable_file.jsonl");
+  }
+}
+
 void sync_stall() {
   struct Kind {
     const char* kind;
@@ -1235,6 +1296,7 @@ int main(int argc, char** argv) {
   unsupported_config();
   allocation_churn();
   sync_stall();
+  plan_pinning();
   expandable_oom();
   oom_causes();
   memory_coverage();

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "analysis/common.h"
+#include "analysis/pinning.h"
 #include "analysis/rules.h"
 #include "analysis/trackers/config.h"
 
@@ -202,6 +203,12 @@ void algo_divergence(const RuleSpec& spec, const AllFacts& all, const Emit& emit
   std::vector<std::map<uint64_t, Choice>> per_process;
   for (const auto& p : all.processes) per_process.push_back(choices_of(p, names));
   std::vector<ProcessSettings> settings = infer_settings(all.processes);
+  // Plan pinning: a problem every process ran pinned to the same plan cannot diverge; one pinned on
+  // some processes and not on others (a step-aside, a problem missing from one rank's file) can.
+  std::vector<PinSummary> pins;
+  for (const auto& p : all.processes) pins.push_back(pin_summary(p));
+  int pin_mixed = 0;
+  std::string pin_clause;
 
   // Across processes.
   int engine_clear = 0;  // different engines, not within the noise
@@ -287,6 +294,26 @@ void algo_divergence(const RuleSpec& spec, const AllFacts& all, const Emit& emit
     }
     items.push_back({{"problem", name}, {"level", engine_diff ? "engine" : "knobs"}, {"near_tie", tie},
                      {"measured_gap", gap}, {"measurements_contradict", contradict}, {"numerics_differ", notes_diff}, {"choices", choices}});
+    {
+      std::map<std::string, std::vector<std::string>> by_state;
+      for (const auto& [c, v] : by_choice) {
+        for (size_t i : v) {
+          auto st = pins[i].state.find(hash);
+          by_state[st == pins[i].state.end() ? (pins[i].active ? "not in the plan file" : "not pinned") : st->second]
+              .push_back(short_process_name(all.processes[i]));
+        }
+      }
+      if (by_state.size() > 1 && by_state.count("pinned")) {
+        nlohmann::json pj = nlohmann::json::object();
+        std::string clause;
+        for (const auto& [state, who] : by_state) {
+          pj[state] = who;
+          clause += fmt::format("{}{} on {}", clause.empty() ? "" : ", ", state, join_names(who));
+        }
+        items.back()["pinning"] = pj;
+        if (pin_mixed++ == 0) pin_clause = clause;
+      }
+    }
     if (problems.size() < 5) problems.push_back(line);
   }
   int diverged = engine_level + knob_level;
@@ -364,7 +391,12 @@ void algo_divergence(const RuleSpec& spec, const AllFacts& all, const Emit& emit
     bool clear = numerics > 0 || spread_counts || engine_far > 0 || (engine_clear > 0 && !totals_known);
     std::string cause, cause_text;
     Severity severity = spec.severity;
-    if (!config.empty()) {
+    if (pin_mixed > 0) {
+      cause = "plan pinning differs between ranks";
+      cause_text = fmt::format("{} of the differing problems ran pinned on some processes and not on others (e.g. {}): "
+                               "the pinned ones ran the plan file's plan, the others chose their own",
+                               pin_mixed, pin_clause);
+    } else if (!config.empty()) {
       cause = "configuration drift between ranks";
       for (size_t k = 0; k < config.size(); ++k) cause_text += (k ? "; " : "") + config[k];
       cause_text += fmt::format(": the {} are configured differently", ranked ? "ranks" : "processes");

@@ -1,0 +1,116 @@
+// Plan pinning's account of a process: see pinning.h.
+#include "analysis/pinning.h"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "analysis/common.h"
+
+namespace cuprobe::analysis {
+
+int PinSummary::asides_total() const {
+  int n = 0;
+  for (const auto& [k, v] : asides) n += v;
+  return n;
+}
+
+PinSummary pin_summary(const ProcessFacts& p) {
+  PinSummary s;
+  if (p.trace == nullptr) return s;
+  const reader::Trace& t = *p.trace;
+  if (auto it = t.properties().find(uint32_t(trace::Property::kPinnedPlans)); it != t.properties().end()) {
+    s.active = true;
+    s.plans_in_file = it->second;
+  }
+  if (!t.pins().empty()) s.active = true;
+  std::set<uint64_t> problems;
+  for (const auto& e : t.pins()) {
+    ++s.selections;
+    std::string outcome = trace::kPinOutcomeNames[uint32_t(e.outcome)];
+    if (e.outcome == trace::PinOutcome::kPinned) {
+      ++s.pinned;
+      problems.insert(e.problem_hash);
+      if (e.search_ms >= 0) {
+        s.saved_ms += e.search_ms;
+        ++s.saved_known;
+      }
+      s.state.try_emplace(e.problem_hash, "pinned");
+    } else {
+      ++s.asides[outcome];
+      const reader::Problem* pr = t.problem(e.problem);
+      s.aside_example.try_emplace(outcome, pr ? pr->text : fmt::format("0x{:016x}", e.problem_hash));
+      s.state[e.problem_hash] = outcome;  // a failure after pinning is what counts
+    }
+  }
+  s.pinned_problems = int(problems.size());
+  for (const auto& r : p.searches) {
+    if (problems.count(r.problem_hash) && r.end_ns > r.start_ns) s.took_ms += double(r.end_ns - r.start_ns) / 1e6;
+  }
+  return s;
+}
+
+bool pinned_selection(const ProcessFacts& p, const reader::SearchRecord& s) {
+  if (p.trace == nullptr || p.trace->pins().empty()) return false;
+  for (const auto& e : p.trace->pins()) {
+    if (e.outcome == trace::PinOutcome::kPinned && e.problem_hash == s.problem_hash && e.tid == s.tid &&
+        e.ts_ns >= s.start_ns && e.ts_ns <= s.end_ns) {
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+const char* aside_meaning(const std::string& outcome) {
+  if (outcome == "not-offered") return "cuDNN did not offer the pinned plan";
+  if (outcome == "skipped") return "the application passed the pinned plan by (its filters: deterministic, TF32)";
+  if (outcome == "other-gpu") return "the file pins them for another GPU model";
+  if (outcome == "other-cudnn") return "the file pins them for another cuDNN version";
+  if (outcome == "other-alignment") return "the file pins them for other data alignments";
+  if (outcome == "pinned-failed") return "the pinned plan failed here";
+  if (outcome == "broken") return "the pinned plan had failed earlier in the process";
+  return "";
+}
+
+}  // namespace
+
+std::string pin_text(const PinSummary& s) {
+  if (!s.active) return "";
+  if (s.plans_in_file == 0) return "the plan file could not be used (the shim's warning on stderr says why): nothing was pinned";
+  std::string out = fmt::format("{} of {} selection{} of problems in the plan file ended on the pinned plan after one "
+                                "candidate ({} problem{})",
+                                s.pinned, s.selections, s.selections == 1 ? "" : "s", s.pinned_problems,
+                                s.pinned_problems == 1 ? "" : "s");
+  if (s.pinned > 0 && s.saved_known > 0) {
+    out += fmt::format("; the searches they replace took {:.2f} s in the run the plans came from, {:.2f} s here",
+                       s.saved_ms / 1e3, s.took_ms / 1e3);
+  }
+  if (int n = s.asides_total(); n > 0) {
+    out += fmt::format("; stepped aside for {}:", n);
+    bool first = true;
+    for (const auto& [outcome, count] : s.asides) {
+      out += fmt::format("{} {} {} ({}, e.g. {})", first ? "" : ",", count, outcome, aside_meaning(outcome),
+                         s.aside_example.at(outcome).substr(0, 80));
+      first = false;
+    }
+  }
+  return out;
+}
+
+nlohmann::json pin_json(const PinSummary& s) {
+  if (!s.active) return nullptr;
+  nlohmann::json asides = nlohmann::json::object();
+  for (const auto& [k, v] : s.asides) asides[k] = {{"selections", v}, {"example", s.aside_example.at(k)}};
+  return {{"plans_in_file", s.plans_in_file},
+          {"selections", s.selections},
+          {"pinned", s.pinned},
+          {"pinned_problems", s.pinned_problems},
+          {"searches_replaced_s", s.saved_known ? nlohmann::json(s.saved_ms / 1e3) : nlohmann::json(nullptr)},
+          {"pinned_selections_s", s.took_ms / 1e3},
+          {"stepped_aside", asides},
+          {"text", pin_text(s)}};
+}
+
+}  // namespace cuprobe::analysis
