@@ -217,16 +217,24 @@ uint32_t gpu_hash(int device) {
   return h;
 }
 
-// The pin that applies to a problem here, or nullptr with *why saying why none does; *listed
-// false when the file does not name the problem at all (nothing to say then).
-const Pin* find_pin(uint64_t hash, uint32_t align, int device, bool legacy, bool* listed, trace::PinOutcome* why) {
-  *listed = false;
+// The first pin of a problem (pins are sorted by problem hash), g_n_pins when none.
+size_t first_pin(uint64_t hash) {
   size_t lo = 0, hi = g_n_pins;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
     if (g_pins[mid].hash < hash) lo = mid + 1;
     else hi = mid;
   }
+  return lo < g_n_pins && g_pins[lo].hash == hash ? lo : g_n_pins;
+}
+
+bool any_pin(uint64_t hash) { return first_pin(hash) < g_n_pins; }
+
+// The pin that applies to a problem here, or nullptr with *why saying why none does; *listed
+// false when the file does not name the problem at all (nothing to say then).
+const Pin* find_pin(uint64_t hash, uint32_t align, int device, bool legacy, bool* listed, trace::PinOutcome* why) {
+  *listed = false;
+  size_t lo = first_pin(hash);
   bool gpu_ok = false, cudnn_ok = false;
   for (size_t i = lo; i < g_n_pins && g_pins[i].hash == hash; ++i) {
     const Pin& p = g_pins[i];
@@ -244,16 +252,6 @@ const Pin* find_pin(uint64_t hash, uint32_t align, int device, bool legacy, bool
   *why = !gpu_ok ? trace::PinOutcome::kOtherGpu
                  : (!cudnn_ok ? trace::PinOutcome::kOtherCudnn : trace::PinOutcome::kOtherAlignment);
   return nullptr;
-}
-
-bool any_pin(uint64_t hash) {
-  size_t lo = 0, hi = g_n_pins;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (g_pins[mid].hash < hash) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < g_n_pins && g_pins[lo].hash == hash;
 }
 
 bool broken(const Pin* p) { return __atomic_load_n(&const_cast<Pin*>(p)->broken, __ATOMIC_RELAXED) != 0; }
