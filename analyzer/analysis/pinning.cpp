@@ -46,6 +46,7 @@ PinSummary pin_summary(const ProcessFacts& p) {
   s.pinned_problems = int(problems.size());
   for (const auto& r : p.searches) {
     if (problems.count(r.problem_hash) && r.end_ns > r.start_ns) s.took_ms += double(r.end_ns - r.start_ns) / 1e6;
+    if (s.active && !s.state.count(r.problem_hash)) ++s.not_in_file;
   }
   return s;
 }
@@ -87,6 +88,11 @@ std::string pin_text(const PinSummary& s) {
     out += fmt::format("; the searches they replace took {:.2f} s in the run the plans came from, {:.2f} s here",
                        s.saved_ms / 1e3, s.took_ms / 1e3);
   }
+  if (s.not_in_file > 0) {
+    out += fmt::format("; {} selection{} of problems not in the file chose as usual (cuprobe record --pin-plans-learn "
+                       "adds them)",
+                       s.not_in_file, s.not_in_file == 1 ? "" : "s");
+  }
   if (int n = s.asides_total(); n > 0) {
     out += fmt::format("; stepped aside for {}:", n);
     bool first = true;
@@ -110,6 +116,7 @@ nlohmann::json pin_json(const PinSummary& s) {
           {"searches_replaced_s", s.saved_known ? nlohmann::json(s.saved_ms / 1e3) : nlohmann::json(nullptr)},
           {"pinned_selections_s", s.took_ms / 1e3},
           {"stepped_aside", asides},
+          {"not_in_file", s.not_in_file},
           {"text", pin_text(s)}};
 }
 

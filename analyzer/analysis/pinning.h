@@ -24,6 +24,7 @@ struct PinSummary {
   double saved_ms = 0;         // what the searches pinning replaced took in the run the file came from
   int saved_known = 0;         // pinned selections whose search time the file gave
   double took_ms = 0;          // what the pinned selections took here
+  int not_in_file = 0;         // selections (searches) of problems the file does not name: chosen as usual
   std::map<std::string, int> asides;               // step-aside outcome -> selections
   std::map<std::string, std::string> aside_example;  // outcome -> a problem it happened to
   std::map<uint64_t, std::string> state;           // problem hash -> "pinned" or the step-aside outcome

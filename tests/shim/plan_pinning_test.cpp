@@ -237,6 +237,10 @@ TEST(PlanPinning, ProblemsOutsideTheFileAndOtherGpusAreLeftAlone) {
     if (c.contains("pinned")) EXPECT_NE(c["problem"].get<std::string>().find("[8,"), std::string::npos) << c.dump();
   }
   EXPECT_EQ(of_type(lines, "pin").size(), 3u);
+  json analysis = analyze_json({dir});
+  const json& pinning = analysis["summary"]["per_process"][0]["pinning"];
+  EXPECT_EQ(pinning["pinned"], 3);
+  EXPECT_EQ(pinning["not_in_file"], 3) << pinning.dump(1);
 
   // The same file for another GPU model: every selection steps aside, the run picks its own.
   std::string other = std::regex_replace(read(file), std::regex(" g=[0-9a-f]{8}"), " g=0badc0de");
