@@ -779,6 +779,13 @@ int cmd_record(const Args& args) {
                                    pin_plans));
     }
     pin_plans = abs;
+  } else if (const char* inherited = std::getenv("CUPROBE_PIN_PLANS"); inherited != nullptr && *inherited != 0) {
+    // Inherited from a launcher script: checked the same way, since the shim would only warn.
+    try {
+      plans_count(inherited);
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("CUPROBE_PIN_PLANS in the environment: {}", e.what()));
+    }
   }
 
   if (std::string bad = check_inherited_variables(env); !bad.empty()) {
