@@ -286,7 +286,9 @@ inline constexpr const char* kPageTail = R"PAGE(</script>
           var mem = (p.memory || []).map(function (m) { return 'cuda:' + m.device + ' ' + bytes(m.peak); }).join(', ');
           // A flight recorder's or a capture window's trace says which part of the run it holds.
           var holds = (p.coverage && p.coverage.text) || 'every call';
-          return [p.label, el('code', { text: p.command || '' }), num(p.events), duration(p.duration_s || 0), p.state, num(p.searches), mem || '—', num(p.dropped_events), holds];
+          // Plan pinning (docs/plan-pinning.md): how many of the selections ended on the plan file's plans.
+          var searches = num(p.searches) + (p.pinning ? ' (' + num(p.pinning.pinned) + ' pinned)' : '');
+          return [p.label, el('code', { text: p.command || '' }), num(p.events), duration(p.duration_s || 0), p.state, searches, mem || '—', num(p.dropped_events), holds];
         }), [0, 0, 1, 1, 0, 1, 0, 1, 0])));
     }
     if (S.calls_by_api && Object.keys(S.calls_by_api).length) {
