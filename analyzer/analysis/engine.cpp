@@ -211,23 +211,9 @@ Result<Report> analyze(const AnalyzeOptions& options) {
   }
 
   Report report;
-  std::vector<std::string> files;
-  for (const auto& path : options.paths) {
-    std::vector<std::string> skipped;
-    auto found = reader::find_trace_files(path, &skipped);
-    report.warnings.insert(report.warnings.end(), skipped.begin(), skipped.end());
-    if (!found) return found.error();
-    files.insert(files.end(), found->begin(), found->end());
-  }
-  std::vector<std::unique_ptr<reader::Trace>> traces;
-  for (const auto& file : files) {
-    auto t = reader::open_traces(file);
-    if (!t) {
-      report.warnings.push_back(t.error().message);
-      continue;
-    }
-    for (auto& x : *t) traces.push_back(std::move(x));
-  }
+  auto opened = reader::open_all(options.paths, &report.warnings);
+  if (!opened) return opened.error();
+  std::vector<std::unique_ptr<reader::Trace>> traces = std::move(*opened);
   if (traces.empty()) {
     return Error{report.warnings.empty() ? "no trace could be read" : "no trace could be read: " + report.warnings[0]};
   }

@@ -257,54 +257,46 @@ size_t plans_of_runs(const std::vector<std::string>& runs, std::map<decltype(Pla
                      std::vector<std::string>& warnings, size_t* pinned_skipped) {
   size_t found = 0;
   for (const auto& run : runs) {
-    std::vector<std::string> files;
-    auto listed = reader::find_trace_files(run, &warnings);
-    if (!listed) throw UsageError(listed.error().message);
-    for (const auto& file : *listed) {
-      auto traces = reader::open_traces(file);
-      if (!traces) {
-        warnings.push_back(traces.error().message);
-        continue;
+    auto traces = reader::open_all({run}, &warnings);
+    if (!traces) throw UsageError(traces.error().message);
+    for (auto& t : *traces) {
+      analysis::ProcessFacts f = analysis::gather_facts(*t, analysis::FactOptions{});
+      std::set<uint64_t> pinned;
+      for (const auto& p : t->pins()) {
+        if (p.outcome == trace::PinOutcome::kPinned) pinned.insert(p.problem_hash);
       }
-      for (auto& t : *traces) {
-        analysis::ProcessFacts f = analysis::gather_facts(*t, analysis::FactOptions{});
-        std::set<uint64_t> pinned;
-        for (const auto& p : t->pins()) {
-          if (p.outcome == trace::PinOutcome::kPinned) pinned.insert(p.problem_hash);
+      auto prop = t->properties().find(uint32_t(trace::Property::kCudnnVersion));
+      int64_t cudnn = prop == t->properties().end() ? 0 : prop->second;
+      for (const auto& s : f.searches) {
+        if (s.winner < 0 || s.problem_hash == 0 || s.winner >= int(s.candidates.size())) continue;
+        if (pinned.count(s.problem_hash)) {
+          ++*pinned_skipped;
+          continue;
         }
-        auto prop = t->properties().find(uint32_t(trace::Property::kCudnnVersion));
-        int64_t cudnn = prop == t->properties().end() ? 0 : prop->second;
-        for (const auto& s : f.searches) {
-          if (s.winner < 0 || s.problem_hash == 0 || s.winner >= int(s.candidates.size())) continue;
-          if (pinned.count(s.problem_hash)) {
-            ++*pinned_skipped;
-            continue;
-          }
-          const auto& c = s.candidates[size_t(s.winner)];
-          if (c.engine < 0) continue;
-          Plan p;
-          p.hash = s.problem_hash;
-          p.legacy = s.api != "backend";
-          p.align = p.legacy ? 0 : s.align;
-          p.gpu = device_name(*t, s.device >= 0 ? s.device : f.device);
-          p.cudnn = cudnn;
-          p.problem = s.problem;
-          p.engine = c.engine;
-          p.knobs = c.knobs;
-          p.time_ms = c.time_ms;
-          p.workspace = c.workspace;
-          p.notes = c.notes;
-          p.mode = s.mode;
-          p.search_ms = s.end_ns > s.start_ns ? double(s.end_ns - s.start_ns) / 1e6 : -1;
-          p.candidates = int(s.candidates.size());
-          p.from = Source{run, t->pid(), f.rank, f.host, s.start_ns >= f.first_ns ? double(s.start_ns - f.first_ns) / 1e9 : -1};
-          merge(plans, std::move(p));
-          ++found;
-        }
+        const auto& c = s.candidates[size_t(s.winner)];
+        if (c.engine < 0) continue;
+        Plan p;
+        p.hash = s.problem_hash;
+        p.legacy = s.api != "backend";
+        p.align = p.legacy ? 0 : s.align;
+        p.gpu = device_name(*t, s.device >= 0 ? s.device : f.device);
+        p.cudnn = cudnn;
+        p.problem = s.problem;
+        p.engine = c.engine;
+        p.knobs = c.knobs;
+        p.time_ms = c.time_ms;
+        p.workspace = c.workspace;
+        p.notes = c.notes;
+        p.mode = s.mode;
+        p.search_ms = s.end_ns > s.start_ns ? double(s.end_ns - s.start_ns) / 1e6 : -1;
+        p.candidates = int(s.candidates.size());
+        p.from = Source{run, t->pid(), f.rank, f.host, s.start_ns >= f.first_ns ? double(s.start_ns - f.first_ns) / 1e9 : -1};
+        merge(plans, std::move(p));
+        ++found;
       }
-      for (const auto& t : *traces) {
-        for (const auto& d : t->diagnostics()) warnings.push_back(fmt::format("{}: {}", t->path(), d));
-      }
+    }
+    for (const auto& t : *traces) {
+      for (const auto& d : t->diagnostics()) warnings.push_back(fmt::format("{}: {}", t->path(), d));
     }
   }
   return found;

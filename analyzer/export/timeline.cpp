@@ -262,25 +262,11 @@ const analysis::ProcessTimes* times_of(const ExportJob& job, const ProcessInfo& 
 }
 
 Result<bool> walk_job(const std::vector<std::string>& paths, TimelineSink& sink, const WalkOptions& options) {
-  std::vector<std::string> files;
-  for (const auto& path : paths) {
-    std::vector<std::string> skipped;
-    auto found = reader::find_trace_files(path, &skipped);
-    if (options.warnings) options.warnings->insert(options.warnings->end(), skipped.begin(), skipped.end());
-    if (!found) return found.error();
-    files.insert(files.end(), found->begin(), found->end());
-  }
   // Opened up front (metadata only; calls are mapped in by each walk and given back after it),
   // so that progress knows the job's size.
-  std::vector<std::unique_ptr<reader::Trace>> traces;
-  for (const auto& file : files) {
-    auto t = reader::open_traces(file);
-    if (!t) {
-      if (options.warnings) options.warnings->push_back(t.error().message);
-      continue;
-    }
-    for (auto& x : *t) traces.push_back(std::move(x));
-  }
+  auto opened = reader::open_all(paths, options.warnings);
+  if (!opened) return opened.error();
+  std::vector<std::unique_ptr<reader::Trace>> traces = std::move(*opened);
   if (traces.empty()) return Error{"no trace could be read"};
   uint64_t total = 0;
   for (const auto& t : traces) total += t->call_records();

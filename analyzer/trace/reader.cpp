@@ -1035,6 +1035,26 @@ trace::KeepMode keep_from_name(const std::string& name) {
   return name == "last" ? trace::KeepMode::kLast : name == "auto" ? trace::KeepMode::kAuto : trace::KeepMode::kAll;
 }
 
+Result<std::vector<std::unique_ptr<Trace>>> open_all(const std::vector<std::string>& paths,
+                                                     std::vector<std::string>* warnings) {
+  std::vector<std::unique_ptr<Trace>> traces;
+  for (const auto& path : paths) {
+    std::vector<std::string> skipped;
+    auto found = find_trace_files(path, &skipped);
+    if (warnings) warnings->insert(warnings->end(), skipped.begin(), skipped.end());
+    if (!found) return found.error();
+    for (const auto& file : *found) {
+      auto t = open_traces(file);
+      if (!t) {
+        if (warnings) warnings->push_back(t.error().message);
+        continue;
+      }
+      for (auto& x : *t) traces.push_back(std::move(x));
+    }
+  }
+  return traces;
+}
+
 Result<std::vector<std::string>> find_trace_files(const std::string& path, std::vector<std::string>* skipped) {
   if (path == "-") return std::vector<std::string>{path};
   struct stat st {};

@@ -397,6 +397,13 @@ Result<std::vector<std::unique_ptr<Trace>>> read_jsonl_text(const std::string& t
 // may point anywhere) are not read; each is named in *skipped when given.
 Result<std::vector<std::string>> find_trace_files(const std::string& path, std::vector<std::string>* skipped = nullptr);
 
+// Every trace under `paths` (each as find_trace_files takes it), opened as open_traces opens them:
+// what is skipped or cannot be opened is added to *warnings (when given) and left out; an error
+// when a path cannot be listed at all. No trace opened is not an error here: callers say what it
+// means for them.
+Result<std::vector<std::unique_ptr<Trace>>> open_all(const std::vector<std::string>& paths,
+                                                     std::vector<std::string>* warnings);
+
 const char* property_name(uint32_t key);
 // CUPROBE_KEEP's words ("all", "auto", "last"), as dump and analyze --json write them.
 const char* keep_name(trace::KeepMode mode);
