@@ -91,7 +91,13 @@ char* reserve_kept_slow(ThreadState& t, uint32_t bytes);
 // a problem; docs/flight-recorder.md): in the kept stream once the thread writes routine records
 // into the ring, else where reserve() puts it. Pair with commit_kept().
 inline char* reserve_kept(ThreadState& t, uint32_t bytes) {
-  if (__builtin_expect(!t.split, 1)) return reserve(t, bytes);
+  if (__builtin_expect(!t.split, 1)) {
+    char* p = reserve(t, bytes);
+    if (__builtin_expect(!t.split, 1)) return p;
+    // This very reservation claimed the thread's first ring chunk, which moves kept records to
+    // their own stream (next_chunk): the record goes there too, so that commit_kept finds it. The
+    // routine room just reserved is left unused (reserve() does not advance until a commit).
+  }
   if (__builtin_expect(t.kpos + bytes <= trace::kChunkDataSize, 1)) return chunk_data(t.kchunk) + t.kpos;
   return reserve_kept_slow(t, bytes);
 }

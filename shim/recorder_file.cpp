@@ -491,8 +491,9 @@ bool next_chunk(ThreadState& t) {
   t.chunk_idx = idx;
   t.pos = 0;
   t.seq++;
-  // Kept records move to a stream of their own with the thread's first ring chunk. Set only here,
-  // between records: a record reserved in one stream is committed in the same one.
+  // Kept records move to a stream of their own with the thread's first ring chunk. Set only here;
+  // when the reservation that got here was of a kept record, reserve_kept moves it to the kept
+  // stream before it returns, so that a record is committed in the stream it was reserved in.
   if (ring) t.split = 1;
   retarget_counts(t);
   return true;
