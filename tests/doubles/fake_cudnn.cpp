@@ -220,6 +220,23 @@ std::vector<std::pair<cudnnBackendKnobType_t, int64_t>> knobs_for(int64_t engine
   return {{CUDNN_KNOB_TYPE_TILE_SIZE, engine % 4}, {CUDNN_KNOB_TYPE_STAGES, 3 + engine % 2}};
 }
 
+// The knob choices set on a configuration built by hand (CUDNN_ATTR_ENGINECFG_KNOB_CHOICES).
+std::vector<std::pair<cudnnBackendKnobType_t, int64_t>> set_knobs(const BDesc* cfg) {
+  std::vector<std::pair<cudnnBackendKnobType_t, int64_t>> knobs;
+  auto it = cfg->attrs.find(CUDNN_ATTR_ENGINECFG_KNOB_CHOICES);
+  if (it == cfg->attrs.end()) return knobs;
+  for (int64_t i = 0; i < it->second.count; ++i) {
+    void* p = nullptr;
+    cudnnBackendKnobType_t type{};
+    int64_t value = 0;
+    const BDesc* k = get(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, &p, i) ? find(p) : nullptr;
+    if (k && get(k, CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, &type) && get(k, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, &value)) {
+      knobs.emplace_back(type, value);
+    }
+  }
+  return knobs;
+}
+
 // The engine index of a configuration: filled by heuristics, or set through an engine descriptor.
 int64_t cfg_engine(const BDesc* cfg, const BDesc** graph_out) {
   if (cfg->engine_index >= 0) {
@@ -340,7 +357,10 @@ int computed_get(BDesc* d, int name, int64_t requested, int64_t* count, void* ou
     BDesc* graph = desc_attr(d, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
     for (int64_t i = 0; i < n; ++i) {
       BDesc* cfg = find(static_cast<void**>(out)[i]);
-      if (cfg == nullptr || cfg->type != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR) return (*status = CUDNN_STATUS_BAD_PARAM), 0;
+      // A configuration already finalized is refused (cuDNN does not fill it twice).
+      if (cfg == nullptr || cfg->type != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR || cfg->finalized) {
+        return (*status = CUDNN_STATUS_BAD_PARAM), 0;
+      }
       cfg->engine_index = order[size_t(i)];
       cfg->graph = graph;
       cfg->knobs = knobs_for(cfg->engine_index);
@@ -360,8 +380,8 @@ int computed_get(BDesc* d, int name, int64_t requested, int64_t* count, void* ou
       return (*count = 1), 0;
     }
     if (name == CUDNN_ATTR_ENGINECFG_KNOB_CHOICES && engine >= 0) {
-      auto knobs = d->knobs.empty() && d->engine_index < 0 ? std::vector<std::pair<cudnnBackendKnobType_t, int64_t>>{}
-                                                           : knobs_for(engine);
+      // Heuristics' configurations hold the engine's knobs; one built by hand holds what was set.
+      auto knobs = d->engine_index >= 0 ? knobs_for(engine) : set_knobs(d);
       if (out == nullptr || requested == 0) return (*count = int64_t(knobs.size())), 0;
       int64_t n = std::min<int64_t>(requested, int64_t(knobs.size()));
       for (int64_t i = 0; i < n; ++i) {

@@ -9,7 +9,9 @@
 // has batch 8+8k, H=W=16), --repeat K (search every problem K times in all, as after a cache
 // eviction), --steps S (default 3), --limit L (plans timed at most, default 10), --threads T
 // (each thread runs everything with its own handle and stream), --copy-configs, --graph-dies-early
-// (see below).
+// (see below), --fallback (also cuDNN's fallback list, after the heuristics' configurations, as
+// cudnn-frontend's generator under PyTorch asks for both), --skip-engine E (drop the heuristics'
+// configurations of engine E, as PyTorch's own filters drop nondeterministic or TF32 ones).
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -54,6 +56,8 @@ struct Options {
   int threads = 1;
   bool copy_configs = false;
   bool graph_dies_early = false;
+  bool fallback = false;
+  int64_t skip_engine = -1;
 };
 
 enum class Kind { fwd, dgrad, wgrad };
@@ -171,14 +175,40 @@ cudnnStatus_t execute(cudnnHandle_t handle, const Plan& p, const Buffers& b, voi
   return s;
 }
 
-int64_t engine_index(const Plan& p) {
+int64_t cfg_engine_index(cudnnBackendDescriptor_t cfg) {
   cudnnBackendDescriptor_t engine = create(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
   int64_t n = 0;
-  CK(cudnnBackendGetAttribute(p.cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine));
+  CK(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine));
   int64_t index = -1;
   CK(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index));
   CK(cudnnBackendDestroyDescriptor(engine));
   return index;
+}
+int64_t engine_index(const Plan& p) { return cfg_engine_index(p.cfg); }
+
+// One heuristics query (count, then the configurations), as cudnn-frontend's getEngineConfig
+// makes it; the configurations returned are appended to `cfgs`, the heuristics descriptor to
+// `heurs`.
+void heuristics(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode, std::vector<cudnnBackendDescriptor_t>& cfgs,
+                std::vector<cudnnBackendDescriptor_t>& heurs) {
+  cudnnBackendDescriptor_t heur = create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  heurs.push_back(heur);
+  set(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
+  set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+  CK(cudnnBackendFinalize(heur));
+  int64_t count = 0;
+  CK(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
+  std::vector<cudnnBackendDescriptor_t> got(size_t(count > 0 ? count : 0));
+  for (auto& c : got) c = create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+  int64_t returned = 0;
+  if (count > 0) {
+    CK(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &returned,
+                                got.data()));
+  }
+  for (int64_t i = 0; i < int64_t(got.size()); ++i) {
+    if (i < returned) cfgs.push_back(got[size_t(i)]);
+    else CK(cudnnBackendDestroyDescriptor(got[size_t(i)]));
+  }
 }
 
 void run_problem(const Options& o, cudnnHandle_t handle, cudaStream_t stream, Kind kind, int64_t batch) {
@@ -197,21 +227,15 @@ void run_problem(const Options& o, cudnnHandle_t handle, cudaStream_t stream, Ki
   set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op);
   CK(cudnnBackendFinalize(graph));
 
-  cudnnBackendDescriptor_t heur = create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-  cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_INSTANT;
-  set(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
-  set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-  CK(cudnnBackendFinalize(heur));
-  int64_t count = 0;
-  CK(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
-  std::vector<cudnnBackendDescriptor_t> cfgs(size_t(count > 0 ? count : 0));
-  for (auto& c : cfgs) c = create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-  int64_t returned = 0;
-  if (count > 0) {
-    CK(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &returned,
-                                cfgs.data()));
+  std::vector<cudnnBackendDescriptor_t> cfgs, heurs, dropped;
+  heuristics(graph, CUDNN_HEUR_MODE_INSTANT, cfgs, heurs);
+  if (o.skip_engine >= 0) {
+    std::vector<cudnnBackendDescriptor_t> kept;
+    for (auto c : cfgs) (cfg_engine_index(c) == o.skip_engine ? dropped : kept).push_back(c);
+    cfgs = kept;
   }
-  if (returned < count) count = returned;
+  if (o.fallback) heuristics(graph, CUDNN_HEUR_MODE_FALLBACK, cfgs, heurs);
+  int64_t count = int64_t(cfgs.size());
   // --copy-configs: like cudnn-frontend, rebuild each configuration from its engine fetched into
   // a descriptor of our own, so the configuration a plan uses is not the heuristics' one.
   std::vector<cudnnBackendDescriptor_t> copies;
@@ -233,9 +257,10 @@ void run_problem(const Options& o, cudnnHandle_t handle, cudaStream_t stream, Ki
   // --graph-dies-early: like PyTorch's heuristic path, destroy the heuristics and the operation
   // graph before building plans from the configurations.
   if (o.graph_dies_early) {
-    CK(cudnnBackendDestroyDescriptor(heur));
+    for (auto h : heurs) CK(cudnnBackendDestroyDescriptor(h));
     CK(cudnnBackendDestroyDescriptor(graph));
-    heur = graph = nullptr;
+    heurs.clear();
+    graph = nullptr;
   }
 
   std::vector<cudnnBackendDescriptor_t> all_plans;
@@ -330,7 +355,8 @@ void run_problem(const Options& o, cudnnHandle_t handle, cudaStream_t stream, Ki
   } else {
     for (auto c : cfgs) CK(cudnnBackendDestroyDescriptor(c));
   }
-  if (heur) CK(cudnnBackendDestroyDescriptor(heur));
+  for (auto c : dropped) CK(cudnnBackendDestroyDescriptor(c));
+  for (auto h : heurs) CK(cudnnBackendDestroyDescriptor(h));
   if (graph) CK(cudnnBackendDestroyDescriptor(graph));
   CK(cudnnBackendDestroyDescriptor(op));
   CK(cudnnBackendDestroyDescriptor(conv));
@@ -382,6 +408,8 @@ int main(int argc, char** argv) {
     else if (a == "--copy-configs") o.copy_configs = true;
     else if (a == "--graph-dies-early") o.graph_dies_early = true;
     else if (a == "--threads") o.threads = int_arg(argc, argv, i);
+    else if (a == "--fallback") o.fallback = true;
+    else if (a == "--skip-engine") o.skip_engine = int_arg(argc, argv, i);
     else {
       std::fprintf(stderr, "frontend_search: unknown option %s\n", argv[i]);
       return 2;
