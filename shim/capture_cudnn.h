@@ -98,6 +98,17 @@ struct Capture<ApiId::cudnnBackendDestroyDescriptor> {
   }
 };
 
+// A configuration plan pinning filled takes the shim's own descriptors with it.
+template <>
+struct Steer<ApiId::cudnnBackendDestroyDescriptor> {
+  static constexpr bool kOn = true;
+  static bool before(ThreadState&, cudnnStatus_t*, FaultHit*, cudnnBackendDescriptor_t d) {
+    pin_destroy_before(d);
+    return false;
+  }
+  static void after(ThreadState&, cudnnStatus_t r, cudnnBackendDescriptor_t) { pin_destroy_after(int(r)); }
+};
+
 template <>
 struct Capture<ApiId::cudnnBackendSetAttribute> {
   static constexpr const char* kFields = "desc:u,kind:i,attr:i,count:i";
@@ -211,13 +222,22 @@ struct Steer<ApiId::cudnnBackendFinalize> {
   static void after(ThreadState& t, cudnnStatus_t r, cudnnBackendDescriptor_t d) { pin_finalize_after(t, d, int(r)); }
 };
 
-// Plan pinning learns where the pinned configuration stands among the candidates.
+// Plan pinning answers a pinned problem's heuristics query with the pinned configuration, or
+// learns where the pinned configuration stands among cuDNN's candidates.
 template <>
 struct Steer<ApiId::cudnnBackendGetAttribute> {
   static constexpr bool kOn = true;
-  static bool before(ThreadState&, cudnnStatus_t*, FaultHit*, cudnnBackendDescriptor_t const, cudnnBackendAttributeName_t,
-                     cudnnBackendAttributeType_t, int64_t, int64_t*, void*) {
-    return false;
+  static bool before(ThreadState& t, cudnnStatus_t* r, FaultHit* hit, cudnnBackendDescriptor_t const d,
+                     cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t requested,
+                     int64_t* count, void* elements) {
+    if (name != CUDNN_ATTR_ENGINEHEUR_RESULTS || type != CUDNN_TYPE_BACKEND_DESCRIPTOR || requested < 1 ||
+        count == nullptr || elements == nullptr) {
+      return false;
+    }
+    if (!pin_heuristics_answer(t, d, static_cast<void* const*>(elements), hit)) return false;
+    *count = 1;
+    *r = CUDNN_STATUS_SUCCESS;
+    return true;
   }
   static void after(ThreadState& t, cudnnStatus_t r, cudnnBackendDescriptor_t const d, cudnnBackendAttributeName_t name,
                     cudnnBackendAttributeType_t, int64_t, int64_t* count, void* elements) {

@@ -369,6 +369,7 @@ void mirror_set_attribute(DescEntry& e, cudnnBackendAttributeName_t name, cudnnB
         for (int i = 0; i < n; ++i) e.u.graph.ops[i] = element<void*>(el, i);
         e.u.graph.n_ops = uint8_t(n);
       }
+      if (name == CUDNN_ATTR_OPERATIONGRAPH_HANDLE && count >= 1) e.u.graph.handle = element<void*>(el, 0);
       return;
     case CUDNN_BACKEND_ENGINE_DESCRIPTOR:
       if (name == CUDNN_ATTR_ENGINE_OPERATION_GRAPH) e.u.engine.problem = link_of(element<void*>(el, 0));

@@ -67,6 +67,7 @@ struct OpState {
 };
 
 struct GraphState {
+  void* handle;  // CUDNN_ATTR_OPERATIONGRAPH_HANDLE
   void* ops[kMaxGraphOps];
   uint8_t n_ops;
   uint32_t problem_id;  // interned problem (problem_table.h), 0 before finalize
@@ -169,7 +170,7 @@ struct DescEntry {
   uint32_t id;  // unique per process: what the trace refers to
   uint16_t kind;
   uint8_t finalized;
-  uint8_t pad;
+  uint8_t owned_by_pins;  // plan pinning filled this engine configuration (plan_pins.cpp)
   union {
     TensorState tensor;
     ConvState conv;

@@ -230,8 +230,11 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     if constexpr (Steer<kSig>::kOn) {
       if (__builtin_expect(g_pins_on, 0) && hit.rule < 0) {
         Ret r{};
+        uint64_t asked = now_ticks();
         if (Steer<kSig>::before(t, &r, &hit, a...)) {
-          write(t, r, now_ticks(), 0, &hit, a...);
+          // The call's duration is what the shim's answer took (a failed-fast candidate: next to
+          // nothing; an answered heuristics query: building the pinned configuration).
+          write(t, r, asked, now_ticks() - asked, &hit, a...);
           t.mode = kThreadReady;
           return r;
         }

@@ -17,6 +17,7 @@
 #include "api.h"
 #include "clock.h"
 #include "cudnn_capture.h"
+#include "problem_text.h"
 #include "process_info.h"
 #include "resolve.h"
 
@@ -41,7 +42,12 @@ struct Pin {
   float time_ms;
   float search_ms;
   uint8_t legacy;
-  uint32_t broken;  // set once the pinned plan failed for real in this process
+  uint8_t answerable;  // the knob text names known knobs: the shim can build the configuration
+  uint8_t n_knobs;
+  uint32_t broken;     // set once the pinned plan failed for real in this process
+  uint32_t filtered;   // set once the application passed the pinned configuration by (its filters)
+  int32_t knob_types[kMaxKnobs];
+  int64_t knob_values[kMaxKnobs];
 };
 
 Pin* g_pins;
@@ -62,6 +68,7 @@ struct Selection {
   uint8_t built;          // the pinned plan was built: every other candidate fails fast
   uint8_t aside;          // this selection is left alone
   uint8_t reported;
+  uint8_t answered;       // the shim answered the selection's heuristics query with the pinned configuration
   uint64_t offered[kMaxOffered];  // plan keys in the order heuristics offered them
 };
 __thread Selection t_sel __attribute__((tls_model("initial-exec")));
@@ -113,6 +120,33 @@ bool parse_ms(const char* s, const char* end, float* out) {
   return true;
 }
 
+// The knob text of a pin ("tile_size=4,stages=3", names as render_knobs writes them, "k<type>" for
+// knobs without a name) as knob types and values; false when a word is not one render_knobs writes.
+bool parse_knobs(const char* text, Pin* p) {
+  p->n_knobs = 0;
+  for (const char* s = text; *s;) {
+    const char* eq = strchr(s, '=');
+    if (eq == nullptr || eq == s || p->n_knobs >= kMaxKnobs) return false;
+    const char* end = strchr(eq, ',');
+    if (end == nullptr) end = eq + strlen(eq);
+    int type = -1;
+    size_t len = size_t(eq - s);
+    for (int k = 0; k < CUDNN_KNOB_TYPE_COUNTS && type < 0; ++k) {
+      const char* name = knob_text(k);
+      if (name && strlen(name) == len && memcmp(name, s, len) == 0) type = k;
+    }
+    uint64_t u = 0;
+    if (type < 0 && len > 1 && *s == 'k' && parse_u64(s + 1, eq, 10, &u) && u < 4096) type = int(u);
+    int64_t value = 0;
+    if (type < 0 || !parse_i64(eq + 1, end, &value)) return false;
+    p->knob_types[p->n_knobs] = type;
+    p->knob_values[p->n_knobs] = value;
+    p->n_knobs++;
+    s = *end ? end + 1 : end;
+  }
+  return true;
+}
+
 // One "pin" string: space-separated KEY=VALUE words (docs/plan-pinning.md).
 bool parse_pin(const char* s, const char* end, Pin* p) {
   memset(p, 0, sizeof *p);
@@ -159,6 +193,7 @@ bool parse_pin(const char* s, const char* end, Pin* p) {
   }
   if (!has_hash || !has_engine || !has_kind) return false;
   p->key = plan_key(p->engine, knobs);
+  p->answerable = !p->legacy && parse_knobs(knobs, p) ? 1 : 0;
   return true;
 }
 
@@ -256,6 +291,7 @@ const Pin* find_pin(uint64_t hash, uint32_t align, int device, bool legacy, bool
 
 bool broken(const Pin* p) { return __atomic_load_n(&const_cast<Pin*>(p)->broken, __ATOMIC_RELAXED) != 0; }
 void set_broken(const Pin* p) { __atomic_store_n(&const_cast<Pin*>(p)->broken, 1u, __ATOMIC_RELAXED); }
+bool filtered(const Pin* p) { return __atomic_load_n(&const_cast<Pin*>(p)->filtered, __ATOMIC_RELAXED) != 0; }
 
 void write_record(ThreadState& t, trace::PinOutcome o, uint32_t problem, uint64_t hash, const Pin* pin,
                   uint32_t knobs, bool legacy) {
@@ -271,7 +307,7 @@ void write_record(ThreadState& t, trace::PinOutcome o, uint32_t problem, uint64_
   r->ticks = now_ticks();
   r->engine = pin ? pin->engine : -1;
   r->knobs = knobs;
-  r->legacy = legacy ? 1 : 0;
+  r->flags = (legacy ? trace::kPinLegacy : 0) | (!legacy && t_sel.answered && t_sel.hash == hash ? trace::kPinHeuristicsAnswered : 0);
   r->pinned_ms = pin ? pin->time_ms : -1;
   r->search_ms = pin ? pin->search_ms : -1;
   commit_kept(t, kSize);
@@ -295,13 +331,179 @@ void begin_selection(uint64_t hash, uint32_t problem, uint32_t align, int device
   s.pinned_plan = nullptr;
   s.pinned_pos = -1;
   s.n_offered = 0;
-  s.built = s.aside = s.reported = 0;
+  s.built = s.aside = s.reported = s.answered = 0;
 }
 
 int handle_device(const void* handle) {
   int device = -1;
   const void* stream = nullptr;
   return handle_lookup(handle, &device, &stream) ? device : -1;
+}
+
+
+// ---- answering heuristics queries ----------------------------------------------------------
+//
+// cuDNN's heuristics query is most of what a pinned selection still costs (it fills every
+// configuration it ranks; the first queries of a process also load what the heuristics need), so
+// for a pinned problem the shim answers the query itself: one configuration, the pinned engine
+// and knobs, built with cuDNN's own backend calls into the application's first descriptor.
+// The descriptors the shim makes for it (engine, knob choices) live as long as that
+// configuration: they are destroyed after the application destroys it.
+
+struct BackendFns {
+  decltype(&::cudnnBackendCreateDescriptor) create;
+  decltype(&::cudnnBackendDestroyDescriptor) destroy;
+  decltype(&::cudnnBackendSetAttribute) set;
+  decltype(&::cudnnBackendGetAttribute) get;
+  decltype(&::cudnnBackendFinalize) finalize;
+  bool ok() const { return create && destroy && set && get && finalize; }
+};
+
+BackendFns backend_fns() {
+  return BackendFns{
+      reinterpret_cast<decltype(&::cudnnBackendCreateDescriptor)>(real_function(ApiId::cudnnBackendCreateDescriptor)),
+      reinterpret_cast<decltype(&::cudnnBackendDestroyDescriptor)>(real_function(ApiId::cudnnBackendDestroyDescriptor)),
+      reinterpret_cast<decltype(&::cudnnBackendSetAttribute)>(real_function(ApiId::cudnnBackendSetAttribute)),
+      reinterpret_cast<decltype(&::cudnnBackendGetAttribute)>(real_function(ApiId::cudnnBackendGetAttribute)),
+      reinterpret_cast<decltype(&::cudnnBackendFinalize)>(real_function(ApiId::cudnnBackendFinalize))};
+}
+
+// Configurations the shim filled, with the descriptors it made for them. A slot is claimed by
+// compare-exchange of `cfg` from null; released by the thread that destroyed the configuration.
+constexpr uint32_t kMaxOwned = 4096;
+struct Owned {
+  void* cfg;
+  void* engine;
+  void* knobs[kMaxKnobs];
+  uint32_t n_knobs;
+};
+Owned* g_owned;            // kMaxOwned slots, mapped on the first answer
+uint32_t g_owned_live;     // slots in use
+__thread int32_t t_destroying = -1;  // the slot of the configuration this thread is destroying
+
+bool owned_table() {
+  Owned* o = __atomic_load_n(&g_owned, __ATOMIC_ACQUIRE);
+  if (o != nullptr) return true;
+  void* mem = mmap(nullptr, kMaxOwned * sizeof(Owned), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return false;
+  Owned* expected = nullptr;
+  if (!__atomic_compare_exchange_n(&g_owned, &expected, static_cast<Owned*>(mem), false, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    munmap(mem, kMaxOwned * sizeof(Owned));
+  }
+  return true;
+}
+
+int32_t owned_claim(void* cfg) {
+  if (!owned_table()) return -1;
+  static uint32_t hint;
+  uint32_t start = __atomic_fetch_add(&hint, 1u, __ATOMIC_RELAXED);
+  for (uint32_t i = 0; i < kMaxOwned; ++i) {
+    uint32_t at = (start + i) % kMaxOwned;
+    void* expected = nullptr;
+    if (__atomic_compare_exchange_n(&g_owned[at].cfg, &expected, cfg, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+      __atomic_add_fetch(&g_owned_live, 1u, __ATOMIC_RELAXED);
+      return int32_t(at);
+    }
+  }
+  return -1;
+}
+
+void owned_release(const BackendFns& b, int32_t at) {
+  Owned& o = g_owned[at];
+  if (o.engine) b.destroy(o.engine);
+  for (uint32_t i = 0; i < o.n_knobs; ++i) b.destroy(o.knobs[i]);
+  o.engine = nullptr;
+  o.n_knobs = 0;
+  __atomic_sub_fetch(&g_owned_live, 1u, __ATOMIC_RELAXED);
+  __atomic_store_n(&o.cfg, static_cast<void*>(nullptr), __ATOMIC_RELEASE);
+}
+
+// Says once per process why the shim could not answer a heuristics query itself (cuDNN's own
+// heuristics answer then, as without it).
+void warn_unanswered(const char* step, int status) {
+  static int warned;
+  if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) return;
+  fprintf(stderr,
+          "cuprobe: plan pinning: could not build the pinned configuration to answer cuDNN's heuristics query (%s "
+          "returned status %d); cuDNN's heuristics answer instead (pinning still applies)\n",
+          step, status);
+}
+
+// Builds the pin's engine and knobs for `graph` in descriptors of the shim's own, checks that an
+// execution plan builds from them (so that an application asking only these heuristics is never
+// left without a plan), and only then sets them on the application's configuration `cfg`. False,
+// with `cfg` untouched and nothing the shim made left behind, when a step fails before that.
+bool fill_config(const Pin& pin, void* graph, void* handle, void* cfg) {
+  BackendFns b = backend_fns();
+  if (!b.ok() || graph == nullptr || handle == nullptr) return false;
+  int32_t at = owned_claim(cfg);
+  if (at < 0) return false;
+  Owned& o = g_owned[at];
+  o.engine = nullptr;
+  o.n_knobs = 0;
+  const char* step = nullptr;
+  int status = CUDNN_STATUS_SUCCESS;
+  auto ok = [&](const char* what, cudnnStatus_t st) {
+    if (step != nullptr) return false;
+    if (st == CUDNN_STATUS_SUCCESS) return true;
+    step = what;
+    status = int(st);
+    return false;
+  };
+  int64_t index = pin.engine;
+  if (ok("create engine", b.create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &o.engine)) &&
+      ok("set engine graph",
+         b.set(o.engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph)) &&
+      ok("set engine index", b.set(o.engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index))) {
+    // An engine cuDNN does not have for this graph is not an error worth a word: it is not offered.
+    if (b.finalize(o.engine) != CUDNN_STATUS_SUCCESS) step = "";
+  }
+  bool compiled = false;
+  if (step == nullptr) {
+    // Engines compiled at plan build time are left to cuDNN's heuristics: checking the plan here
+    // would compile it twice.
+    int32_t notes[16];
+    int64_t n = 0;
+    if (ok("engine behavior query",
+           b.get(o.engine, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE, 16, &n, notes))) {
+      for (int64_t i = 0; i < n && i < 16; ++i) compiled = compiled || notes[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
+    }
+  }
+  for (uint8_t i = 0; step == nullptr && !compiled && i < pin.n_knobs; ++i) {
+    void*& k = o.knobs[o.n_knobs];
+    if (!ok("create knob choice", b.create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &k))) break;
+    o.n_knobs++;
+    auto type = cudnnBackendKnobType_t(pin.knob_types[i]);
+    int64_t value = pin.knob_values[i];
+    ok("set knob type", b.set(k, CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &type)) &&
+        ok("set knob value", b.set(k, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &value)) &&
+        ok("finalize knob choice", b.finalize(k));
+  }
+  // The check on a configuration of the shim's own, then the application's.
+  void* own = nullptr;
+  void* plan = nullptr;
+  auto set_cfg = [&](void* c) {
+    return ok("set configuration engine",
+              b.set(c, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &o.engine)) &&
+           (o.n_knobs == 0 || ok("set configuration knobs", b.set(c, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                                                CUDNN_TYPE_BACKEND_DESCRIPTOR, int64_t(o.n_knobs), o.knobs))) &&
+           ok("finalize configuration", b.finalize(c));
+  };
+  bool checked = step == nullptr && !compiled && ok("create configuration", b.create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &own)) &&
+                 set_cfg(own) && ok("create plan", b.create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan)) &&
+                 ok("set plan handle", b.set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle)) &&
+                 ok("set plan configuration",
+                    b.set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &own));
+  // A plan that does not build is the pinned plan failing here: cuDNN's heuristics answer, and
+  // the selection steps aside as the application's own build of it fails.
+  if (checked && b.finalize(plan) != CUDNN_STATUS_SUCCESS) checked = false;
+  if (plan != nullptr) b.destroy(plan);
+  if (own != nullptr) b.destroy(own);
+  bool done = checked && set_cfg(cfg);
+  if (step != nullptr && *step != 0) warn_unanswered(step, status);
+  if (!done) owned_release(b, at);
+  return done;
 }
 
 }  // namespace
@@ -390,6 +592,49 @@ void pin_heuristics_results(ThreadState& t, const DescEntry& heur, int64_t count
   }
 }
 
+bool pin_heuristics_answer(ThreadState& t, void* heur_desc, void* const* cfgs, FaultHit* hit) {
+  DescEntry* heur = desc_find(heur_desc);
+  if (heur == nullptr || heur->kind != CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR || !heur->finalized ||
+      heur->u.heur.mode == CUDNN_HEUR_MODE_FALLBACK) {
+    return false;
+  }
+  ProblemLink link = heur_problem(*heur);
+  if (link.hash == 0 || !any_pin(link.hash)) return false;
+  begin_selection(link.hash, link.id, link.min_alignment, current_device(t));
+  Selection& s = t_sel;
+  if (s.pin == nullptr || !s.pin->answerable || broken(s.pin) || filtered(s.pin)) return false;
+  DescEntry* cfg = desc_find(cfgs[0]);
+  if (cfg == nullptr || cfg->kind != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR || cfg->finalized) return false;
+  const DescEntry* graph = graph_of_heur(heur);
+  if (graph == nullptr || graph->kind != CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR ||
+      !fill_config(*s.pin, heur->u.heur.graph, graph->u.graph.handle, cfgs[0])) return false;
+  cfg->owned_by_pins = 1;
+  s.answered = 1;
+  s.pinned_pos = 0;
+  s.offered[0] = s.pin->key;
+  s.n_offered = 1;
+  pin_mark_call(hit);
+  return true;
+}
+
+void pin_destroy_before(void* desc) {
+  t_destroying = -1;
+  DescEntry* e = desc_find(desc);
+  if (e == nullptr || !e->owned_by_pins || __atomic_load_n(&g_owned_live, __ATOMIC_RELAXED) == 0) return;
+  for (uint32_t i = 0; i < kMaxOwned; ++i) {
+    if (__atomic_load_n(&g_owned[i].cfg, __ATOMIC_ACQUIRE) == desc) {
+      t_destroying = int32_t(i);
+      return;
+    }
+  }
+}
+
+void pin_destroy_after(int status) {
+  int32_t at = t_destroying;
+  t_destroying = -1;
+  if (at >= 0 && status == CUDNN_STATUS_SUCCESS) owned_release(backend_fns(), at);
+}
+
 bool pin_finalize_before(ThreadState& t, void* plan_desc, int* code, FaultHit* hit) {
   DescEntry* e = desc_find(plan_desc);
   if (e == nullptr || e->kind != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) return false;
@@ -410,6 +655,10 @@ bool pin_finalize_before(ThreadState& t, void* plan_desc, int* code, FaultHit* h
     report(t, trace::PinOutcome::kBroken);
     return false;
   }
+  if (filtered(s.pin)) {
+    report(t, trace::PinOutcome::kSkipped);
+    return false;
+  }
   uint64_t key = cfg_key(*cfg, e->u.plan.cfg);
   if (key != 0 && key == s.pin->key) {
     s.pinned_plan = plan_desc;
@@ -423,6 +672,9 @@ bool pin_finalize_before(ThreadState& t, void* plan_desc, int* code, FaultHit* h
     int pos = -1;
     for (int i = 0; i < s.n_offered && pos < 0; ++i) pos = s.offered[i] == key ? i : -1;
     if (pos > s.pinned_pos) {  // the application passed the pinned configuration by
+      // Its filters rejected the pinned configuration (determinism or TF32 settings changed since
+      // the file was written): later selections of the problem are left alone from the start.
+      __atomic_store_n(&const_cast<Pin*>(s.pin)->filtered, 1u, __ATOMIC_RELAXED);
       report(t, trace::PinOutcome::kSkipped);
       return false;
     }

@@ -36,6 +36,13 @@ void write_pin_property();
 
 // Backend selections.
 void pin_heuristics_results(ThreadState& t, const DescEntry& heur, int64_t count, void* const* cfgs);
+// A heuristics query (not the fallback list) for a pinned problem: fills the application's first
+// configuration with the pinned engine and knobs and returns true (the query is answered with that
+// one configuration, cuDNN's heuristics do not run); false when the shim cannot (the call runs).
+bool pin_heuristics_answer(ThreadState& t, void* heur_desc, void* const* cfgs, FaultHit* hit);
+// Destroying a configuration the shim filled: its own descriptors go with it.
+void pin_destroy_before(void* desc);
+void pin_destroy_after(int status);
 bool pin_finalize_before(ThreadState& t, void* plan_desc, int* code, FaultHit* hit);
 void pin_finalize_after(ThreadState& t, void* plan_desc, int status);
 void pin_execute_after(ThreadState& t, void* plan_desc, int status);

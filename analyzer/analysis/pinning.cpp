@@ -30,6 +30,7 @@ PinSummary pin_summary(const ProcessFacts& p) {
     std::string outcome = trace::kPinOutcomeNames[uint32_t(e.outcome)];
     if (e.outcome == trace::PinOutcome::kPinned) {
       ++s.pinned;
+      if (e.answered) ++s.answered;
       problems.insert(e.problem_hash);
       if (e.search_ms >= 0) {
         s.saved_ms += e.search_ms;
@@ -84,6 +85,9 @@ std::string pin_text(const PinSummary& s) {
                                 "candidate ({} problem{})",
                                 s.pinned, s.selections, s.selections == 1 ? "" : "s", s.pinned_problems,
                                 s.pinned_problems == 1 ? "" : "s");
+  if (s.answered > 0) {
+    out += fmt::format(", {} of them with cuDNN's heuristics query answered by the shim", s.answered);
+  }
   if (s.pinned > 0 && s.saved_known > 0) {
     out += fmt::format("; the searches they replace took {:.2f} s in the run the plans came from, {:.2f} s here",
                        s.saved_ms / 1e3, s.took_ms / 1e3);
@@ -113,6 +117,7 @@ nlohmann::json pin_json(const PinSummary& s) {
           {"selections", s.selections},
           {"pinned", s.pinned},
           {"pinned_problems", s.pinned_problems},
+          {"heuristics_answered", s.answered},
           {"searches_replaced_s", s.saved_known ? nlohmann::json(s.saved_ms / 1e3) : nlohmann::json(nullptr)},
           {"pinned_selections_s", s.took_ms / 1e3},
           {"stepped_aside", asides},

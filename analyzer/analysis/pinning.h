@@ -21,6 +21,7 @@ struct PinSummary {
   int selections = 0;          // selections of problems the file names
   int pinned = 0;              // of them, ended on the pinned plan after one candidate
   int pinned_problems = 0;
+  int answered = 0;            // pinned selections whose heuristics query the shim answered itself
   double saved_ms = 0;         // what the searches pinning replaced took in the run the file came from
   int saved_known = 0;         // pinned selections whose search time the file gave
   double took_ms = 0;          // what the pinned selections took here

@@ -31,7 +31,8 @@ output describes itself), "fault_rule" lines when the process ran under a fault 
 memory cap (each rule with the calls it matched and injected), its "call" lines in time order, then "count" lines (calls of
 counted APIs such as kernel launches, per thread and device), "pin" lines when the process ran
 with a plan file (what plan pinning did for each plan selection: "outcome" pinned, not-offered,
-skipped, other-gpu, other-cudnn, other-alignment, pinned-failed or broken; docs/plan-pinning.md),
+skipped, other-gpu, other-cudnn, other-alignment, pinned-failed or broken; "answered" when the
+shim answered the selection's heuristics query with the pinned configuration; docs/plan-pinning.md),
 "crash" lines, and "search"
 lines: each benchmark search or heuristic selection of a cuDNN algorithm, rebuilt from the
 calls (its problem, every candidate with its measured time, the winner, the wall time).
@@ -40,7 +41,7 @@ Every call line has api, ret, ts_ns, dur_ns, pid, tid and device, stream when th
 one, and the API's own argument fields (pointers as "0x..." strings). Frees carry the size of
 the allocation they release when the trace holds it. A call the fault plan replaced carries
 "injected" (the rule's name) and "fault_k" (its match number for that rule); a candidate plan
-pinning failed fast (or a legacy search it answered) carries "pinned": true. A memory sample
+pinning failed fast (or a legacy search or heuristics query it answered) carries "pinned": true. A memory sample
 the shim took itself (cudaMemGetInfo or cuMemGetInfo_v2 after allocations, at failures and at
 exit) carries "sample": true. A call with a
 recorded call stack carries "stack": the id of a "stack" line, which lists the innermost Python
@@ -446,6 +447,7 @@ void print_tail(const reader::Trace& t, JsonLine& j) {
     j.inum("engine", p.engine);
     if (p.knobs) j.str("knobs", t.knobs_text(p.knobs));
     if (p.legacy) j.raw("legacy", "true");
+    if (p.answered) j.raw("answered", "true");
     if (p.pinned_ms >= 0) j.raw("pinned_ms", fmt::format("{:.4f}", p.pinned_ms));
     if (p.search_ms >= 0) j.raw("search_ms", fmt::format("{:.3f}", p.search_ms));
     j.end(stdout);

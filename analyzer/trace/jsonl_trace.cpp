@@ -899,6 +899,7 @@ class JsonlTrace : public Trace {
     std::string knobs = str(j, "knobs");
     if (!knobs.empty()) p.knobs = add_knobs_text(knobs);
     p.legacy = boolean(j, "legacy");
+    p.answered = boolean(j, "answered");
     p.pinned_ms = dbl(j, "pinned_ms", -1);
     p.search_ms = dbl(j, "search_ms", -1);
     pins_.push_back(p);

@@ -564,7 +564,8 @@ bool TraceFile::load(std::string* error) {
     p.problem_hash = rec->problem_hash;
     p.engine = rec->engine;
     p.knobs = rec->knobs;
-    p.legacy = rec->legacy != 0;
+    p.legacy = (rec->flags & trace::kPinLegacy) != 0;
+    p.answered = (rec->flags & trace::kPinHeuristicsAnswered) != 0;
     p.pinned_ms = rec->pinned_ms;
     p.search_ms = rec->search_ms;
     pins_.push_back(p);

@@ -78,6 +78,7 @@ struct PinEvent {
   int64_t engine = -1;   // the pinned engine or algorithm, -1 when none applies
   uint32_t knobs = 0;    // the pinned knob set's id when the selection ended on it
   bool legacy = false;
+  bool answered = false;  // the shim answered the selection's heuristics query with the pinned configuration
   double pinned_ms = -1;  // the pinned plan's time in the plan file
   double search_ms = -1;  // what its search took in the run the plan file came from
 };

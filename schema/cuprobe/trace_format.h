@@ -402,6 +402,7 @@ enum class PinOutcome : uint32_t {
   kPinned = 1,          // the selection was steered to the pinned plan
   kNotOffered = 2,      // stepped aside: the pinned plan was not among cuDNN's candidates
   kSkipped = 3,         // stepped aside: the application went past the pinned plan without building it
+                        // (its own filters); later selections of the problem in this process are left alone
   kOtherGpu = 4,        // stepped aside: the file pins this problem for other GPU models only
   kOtherCudnn = 5,      // stepped aside: ... for other cuDNN versions only
   kOtherAlignment = 6,  // stepped aside: ... for other data alignments only
@@ -420,11 +421,13 @@ struct PinRecord {
   uint64_t ticks;
   int64_t engine;       // the pinned engine (backend) or algorithm (legacy); -1 when none applies
   uint32_t knobs;       // the pinned knob set's id when the selection ended on it, else 0
-  uint32_t legacy;      // 1: a legacy Find/Get selection
+  uint32_t flags;       // kPinLegacy, kPinHeuristicsAnswered
   float pinned_ms;      // the pinned plan's time as the plan file measured it, -1 unknown
   float search_ms;      // what the search it replaces took in the run the file came from, -1 unknown
 };
 static_assert(sizeof(PinRecord) == 56);
+inline constexpr uint32_t kPinLegacy = 1;              // a legacy Find/Get selection
+inline constexpr uint32_t kPinHeuristicsAnswered = 2;  // the shim answered the heuristics query itself
 
 // One rule of the fault plan the process ran under. index kFaultRuleSlots - 1 is the memory
 // cap (name "mem-cap", text the cap as given). Text: the name, then the rule as written.

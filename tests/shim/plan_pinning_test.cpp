@@ -96,48 +96,137 @@ TEST(PlanPinning, ExportWritesEachProblemsWinnerWithItsPin) {
   EXPECT_NE(show.out.find("6 plans for cuprobe test double 1 with cuDNN 9.19.0"), std::string::npos) << show.out;
 }
 
+// The finalize calls plan pinning failed fast (each checked: NOT_SUPPORTED, another engine, no stack).
+int failed_fast(const std::vector<json>& lines, int pinned_engine) {
+  int rejected = 0;
+  for (const auto& c : of_type(lines, "call", "cudnnBackendFinalize")) {
+    if (!c.contains("pinned")) continue;
+    ++rejected;
+    EXPECT_EQ(c["ret"], 3000);
+    EXPECT_NE(c["engine"], pinned_engine);
+    EXPECT_FALSE(c.contains("stack")) << "candidates failed fast carry no stack";
+  }
+  return rejected;
+}
+
+// Heuristics queries (not counting queries) the shim answered itself, each with one configuration.
+int answered_queries(const std::vector<json>& lines) {
+  int n = 0;
+  for (const auto& c : of_type(lines, "call", "cudnnBackendGetAttribute")) {
+    if (!c.contains("pinned")) continue;
+    ++n;
+    EXPECT_EQ(c["ret"], 0) << c.dump();
+    EXPECT_EQ(c["count"], 1) << c.dump();
+  }
+  return n;
+}
+
 TEST(PlanPinning, BenchmarkAndHeuristicSelectionsEndOnThePinnedPlanAfterOneCandidate) {
   std::string file = engine5_plans();
   for (bool benchmark : {true, false}) {
-    SCOPED_TRACE(benchmark ? "benchmark" : "heuristic");
-    std::vector<std::string> args = {"--bwd", "--shapes", "2"};
-    if (benchmark) args.insert(args.begin(), "--benchmark");
-    // On its own the run picks another engine: pinning is what makes it 5.
-    RunResult plain = record(fresh_dir("pin-plain"), search_cmd(args));
-    ASSERT_EQ(plain.status, 0) << plain.err;
-    for (const Pick& p : picks(plain.out)) EXPECT_NE(p.winner, 5);
-    std::string dir = fresh_dir("pin-run");
-    RunResult r = record(dir, search_cmd(args), {}, {"--pin-plans", file});
-    ASSERT_EQ(r.status, 0) << r.err;
-    auto got = picks(r.out);
-    ASSERT_EQ(got.size(), 6u) << r.out;
-    for (const Pick& p : got) {
-      EXPECT_EQ(p.winner, 5) << p.kind << " " << p.batch;
-      EXPECT_EQ(p.candidates, 1) << p.kind << " " << p.batch;
+    for (bool fallback : {false, true}) {
+      SCOPED_TRACE(std::string(benchmark ? "benchmark" : "heuristic") + (fallback ? " with fallback list" : ""));
+      std::vector<std::string> args = {"--bwd", "--shapes", "2"};
+      if (benchmark) args.insert(args.begin(), "--benchmark");
+      if (fallback) args.push_back("--fallback");
+      // On its own the run picks another engine: pinning is what makes it 5.
+      RunResult plain = record(fresh_dir("pin-plain"), search_cmd(args));
+      ASSERT_EQ(plain.status, 0) << plain.err;
+      for (const Pick& p : picks(plain.out)) {
+        EXPECT_NE(p.winner, 5);
+        EXPECT_GT(p.candidates, 1);
+      }
+      std::string dir = fresh_dir("pin-run");
+      RunResult r = record(dir, search_cmd(args), {}, {"--pin-plans", file});
+      ASSERT_EQ(r.status, 0) << r.err;
+      auto got = picks(r.out);
+      ASSERT_EQ(got.size(), 6u) << r.out;
+      for (const Pick& p : got) {
+        EXPECT_EQ(p.winner, 5) << p.kind << " " << p.batch;
+        EXPECT_EQ(p.candidates, 1) << p.kind << " " << p.batch;
+      }
+      auto lines = dump(dir);
+      auto pins = of_type(lines, "pin");
+      ASSERT_EQ(pins.size(), 6u);
+      for (const auto& p : pins) {
+        EXPECT_EQ(p["outcome"], "pinned") << p.dump();
+        EXPECT_EQ(p["engine"], 5);
+        EXPECT_EQ(p.value("answered", false), true) << p.dump();
+      }
+      // cuDNN's heuristics did not run for any selection: the shim answered with the pinned
+      // configuration; the fallback list (asked of cuDNN) is failed fast after it.
+      EXPECT_EQ(answered_queries(lines), 6);
+      EXPECT_EQ(failed_fast(lines, 5), fallback ? 6 * 3 : 0);
+      json a = analyze_json({dir});
+      EXPECT_TRUE(a["findings"].empty()) << a["findings"].dump(1);
+      json pinning = a["summary"]["per_process"][0]["pinning"];
+      EXPECT_EQ(pinning["pinned"], 6);
+      EXPECT_EQ(pinning["heuristics_answered"], 6);
+      EXPECT_EQ(pinning["plans_in_file"], 6);
+      EXPECT_TRUE(pinning["stepped_aside"].empty());
     }
-    auto lines = dump(dir);
-    auto pins = of_type(lines, "pin");
-    ASSERT_EQ(pins.size(), 6u);
-    for (const auto& p : pins) {
-      EXPECT_EQ(p["outcome"], "pinned") << p.dump();
-      EXPECT_EQ(p["engine"], 5);
-    }
-    int rejected = 0;
-    for (const auto& c : of_type(lines, "call", "cudnnBackendFinalize")) {
-      if (!c.contains("pinned")) continue;
-      ++rejected;
-      EXPECT_EQ(c["ret"], 3000);
-      EXPECT_NE(c["engine"], 5);
-      EXPECT_FALSE(c.contains("stack")) << "candidates failed fast carry no stack";
-    }
-    EXPECT_GT(rejected, 0);
-    json a = analyze_json({dir});
-    EXPECT_TRUE(a["findings"].empty()) << a["findings"].dump(1);
-    const json& pinning = a["summary"]["per_process"][0]["pinning"];
-    EXPECT_EQ(pinning["pinned"], 6);
-    EXPECT_EQ(pinning["plans_in_file"], 6);
-    EXPECT_TRUE(pinning["stepped_aside"].empty());
   }
+}
+
+TEST(PlanPinning, ARuntimeCompiledEngineIsPinnedByFailingTheOtherCandidates) {
+  // Engines from 8 up carry the double's runtime-compilation note: the shim does not build their
+  // plans to answer heuristics (that would compile twice) and steers by failing candidates fast.
+  std::string src = fresh_dir("pin-rtc-src");
+  RunResult r0 = record(src, search_cmd(kSearch), {{"FAKECUDNN_ENGINE_US", "9:5"}});
+  ASSERT_EQ(r0.status, 0) << r0.err;
+  for (const Pick& p : picks(r0.out)) ASSERT_EQ(p.winner, 9);
+  std::string file = src + "/plans.json";
+  ASSERT_EQ(export_plans(file, {src}).status, 0);
+  std::string dir = fresh_dir("pin-rtc");
+  RunResult r = record(dir, search_cmd(kSearch), {}, {"--pin-plans", file});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto got = picks(r.out);
+  ASSERT_EQ(got.size(), 6u) << r.out;
+  for (const Pick& p : got) {
+    EXPECT_EQ(p.winner, 9);
+    EXPECT_EQ(p.candidates, 1);
+  }
+  auto lines = dump(dir);
+  EXPECT_EQ(answered_queries(lines), 0);
+  // Heuristics rank engine 9 fifth: the four before it are failed fast, the rest after it.
+  EXPECT_EQ(failed_fast(lines, 9), 6 * 7);
+  auto pins = of_type(lines, "pin");
+  ASSERT_EQ(pins.size(), 6u);
+  for (const auto& p : pins) {
+    EXPECT_EQ(p["outcome"], "pinned");
+    EXPECT_FALSE(p.contains("answered"));
+  }
+}
+
+TEST(PlanPinning, APinnedPlanTheApplicationFiltersOutIsLeftAloneForTheRestOfTheRun) {
+  // The application drops engine 5's configurations (as PyTorch drops nondeterministic ones once
+  // deterministic algorithms are asked for): the answered query leaves it the fallback list, the
+  // selection steps aside as skipped, and the problem's later selections are left alone from the
+  // start (cuDNN's heuristics run, nothing is failed fast).
+  std::string file = engine5_plans();
+  std::vector<std::string> args = {"--benchmark", "--bwd", "--shapes", "2", "--fallback", "--skip-engine", "5",
+                                   "--repeat", "2"};
+  RunResult plain = record(fresh_dir("pin-filter-plain"), search_cmd(args));
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  std::string dir = fresh_dir("pin-filter");
+  RunResult r = record(dir, search_cmd(args), {}, {"--pin-plans", file});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto got = picks(r.out), own = picks(plain.out);
+  ASSERT_EQ(got.size(), 12u) << r.out;
+  ASSERT_EQ(own.size(), 12u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NE(got[i].winner, 5);
+    if (i >= 6) {  // the second round chooses exactly as without a plan file
+      EXPECT_EQ(got[i].winner, own[i].winner) << i;
+      EXPECT_EQ(got[i].candidates, own[i].candidates) << i;
+    }
+  }
+  auto lines = dump(dir);
+  EXPECT_EQ(answered_queries(lines), 6) << "only the first round's queries are answered";
+  EXPECT_EQ(failed_fast(lines, 5), 0);
+  auto pins = of_type(lines, "pin");
+  ASSERT_EQ(pins.size(), 12u);
+  for (const auto& p : pins) EXPECT_EQ(p["outcome"], "skipped") << p.dump();
 }
 
 TEST(PlanPinning, LegacyFindAndGetEndOnThePinnedAlgorithm) {
