@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Plan pinning on a real GPU with PyTorch (issue 16; docs/validation.md "Plan pinning"):
 #  1. ResNet-50, cudnn.benchmark on: a run records and exports its plans; a second run pins them:
-#     first-step and median step times of both, searches and candidates.
+#     first-step and median step times of both, searches and candidates, and a bitwise probe (the
+#     pinned plans compute what the searched ones did). Then three rounds of a normal run (no
+#     cuprobe) and a pinned run, for the first-step ratio over several runs.
 #  2. The same plan file marked for another GPU model: every selection steps aside, the job runs
 #     as without pinning.
 #  3. Two DDP ranks (spawned; on one GPU they share it): without and with a plan file learned
@@ -28,11 +30,11 @@ python3 -c 'import torch,torchvision;print(torch.__version__, torchvision.__vers
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >>"$log" 2>&1
 
 step "1a resnet50 benchmark, recorded"
-timeout 120 "$cp" record -q -o "$work/r50a" -- python3 "$here/pin_train.py" --model resnet50 --steps 6 >"$out/r50a.txt" 2>&1
+timeout 120 "$cp" record -q -o "$work/r50a" -- python3 "$here/pin_train.py" --model resnet50 --steps 6 --probe >"$out/r50a.txt" 2>&1
 echo "rc $?" >>"$log"
 timeout 60 "$cp" plans export -o "$out/plans.json" "$work/r50a" >>"$log" 2>&1
 step "1b resnet50 benchmark, pinned"
-timeout 120 "$cp" record -q -o "$work/r50b" --pin-plans "$out/plans.json" -- python3 "$here/pin_train.py" --model resnet50 --steps 6 >"$out/r50b.txt" 2>&1
+timeout 120 "$cp" record -q -o "$work/r50b" --pin-plans "$out/plans.json" -- python3 "$here/pin_train.py" --model resnet50 --steps 6 --probe >"$out/r50b.txt" 2>&1
 echo "rc $?" >>"$log"
 timeout 60 "$cp" analyze --json "$work/r50a" >"$out/r50a.json" 2>>"$log"
 timeout 60 "$cp" analyze --json "$work/r50b" >"$out/r50b.json" 2>>"$log"
@@ -70,9 +72,14 @@ timeout 60 "$cp" analyze --json "$work/dynb" >"$out/dynb.json" 2>>"$log"
 step "4c dynamic shapes, benchmark off, no cuprobe"
 timeout 120 python3 "$here/pin_train.py" --model resnet18 --batch 32 --sizes $sizes --steps 10 --benchmark 0 >"$out/dync.txt" 2>&1
 echo "rc $?" >>"$log"
-step "1c resnet50 benchmark, no cuprobe"
-timeout 120 python3 "$here/pin_train.py" --model resnet50 --steps 6 >"$out/r50n.txt" 2>&1
-echo "rc $?" >>"$log"
+for round in 1 2 3; do
+  step "1c round $round: resnet50 benchmark, no cuprobe"
+  timeout 120 python3 "$here/pin_train.py" --model resnet50 --steps 6 >"$out/r50n$round.txt" 2>&1
+  echo "rc $?" >>"$log"
+  step "1d round $round: resnet50 benchmark, pinned"
+  timeout 120 "$cp" record -q -o "$work/r50p$round" --pin-plans "$out/plans.json" -- python3 "$here/pin_train.py" --model resnet50 --steps 6 >"$out/r50p$round.txt" 2>&1
+  echo "rc $?" >>"$log"
+done
 step "traces of the smaller runs, for analysis here"
 (cd "$work" && timeout 60 tar -czf "$out/traces.tgz" ddpa ddpb r50b r50c dynb 2>>"$log")
 ls -la "$out" >>"$log"
