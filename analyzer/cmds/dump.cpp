@@ -436,21 +436,20 @@ void print_tail(const reader::Trace& t, JsonLine& j) {
     j.end(stdout);
   }
   for (const auto& p : t.pins()) {
-    j.begin();
-    j.str("type", "pin");
-    j.num("pid", t.pid());
-    j.num("tid", p.tid);
-    j.num("ts_ns", p.ts_ns);
-    j.str("outcome", trace::kPinOutcomeNames[uint32_t(p.outcome)]);
-    j.str("problem", t.problem(p.problem) ? t.problem(p.problem)->text : "");
-    j.str("hash", fmt::format("0x{:016x}", p.problem_hash));
-    j.inum("engine", p.engine);
-    if (p.knobs) j.str("knobs", t.knobs_text(p.knobs));
-    if (p.legacy) j.raw("legacy", "true");
-    if (p.answered) j.raw("answered", "true");
-    if (p.pinned_ms >= 0) j.raw("pinned_ms", fmt::format("{:.4f}", p.pinned_ms));
-    if (p.search_ms >= 0) j.raw("search_ms", fmt::format("{:.3f}", p.search_ms));
-    j.end(stdout);
+    jsonl::PinLine l;
+    l.pid = t.pid();
+    l.tid = p.tid;
+    l.ts_ns = p.ts_ns;
+    l.outcome = trace::kPinOutcomeNames[uint32_t(p.outcome)];
+    l.problem = t.problem(p.problem) ? t.problem(p.problem)->text : "";
+    l.hash = p.problem_hash;
+    l.engine = p.engine;
+    if (p.knobs) l.knobs = t.knobs_text(p.knobs);
+    l.legacy = p.legacy;
+    l.answered = p.answered;
+    l.pinned_ms = p.pinned_ms;
+    l.search_ms = p.search_ms;
+    jsonl::write_pin_line(j, l, stdout);
   }
   for (const auto& c : t.crashes()) {
     j.begin();

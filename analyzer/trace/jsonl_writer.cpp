@@ -31,6 +31,24 @@ void write_module_line(JsonLine& j, uint32_t pid, const std::string& path, uint6
   j.end(out);
 }
 
+void write_pin_line(JsonLine& j, const PinLine& p, std::FILE* out) {
+  j.begin();
+  j.str("type", "pin");
+  j.num("pid", p.pid);
+  j.num("tid", p.tid);
+  j.num("ts_ns", p.ts_ns);
+  j.str("outcome", p.outcome);
+  j.str("problem", p.problem);
+  j.str("hash", fmt::format("0x{:016x}", p.hash));
+  j.inum("engine", p.engine);
+  if (!p.knobs.empty()) j.str("knobs", p.knobs);
+  if (p.legacy) j.raw("legacy", "true");
+  if (p.answered) j.raw("answered", "true");
+  if (p.pinned_ms >= 0) j.raw("pinned_ms", fmt::format("{:.4f}", p.pinned_ms));
+  if (p.search_ms >= 0) j.raw("search_ms", fmt::format("{:.3f}", p.search_ms));
+  j.end(out);
+}
+
 void write_problem_line(JsonLine& j, uint32_t pid, uint64_t hash, const std::string& text,
                         const trace::ProblemDesc* desc, std::FILE* out) {
   j.begin();

@@ -26,6 +26,24 @@ void write_problem_line(JsonLine& j, uint32_t pid, uint64_t hash, const std::str
 void write_module_line(JsonLine& j, uint32_t pid, const std::string& path, uint64_t start, uint64_t end, uint64_t bias,
                        const std::string& build_id, std::FILE* out);
 
+// One "type":"pin" line: what plan pinning did for one plan selection (reader::PinEvent), with
+// the problem's text and the pinned knob text ("" when the selection did not end on it).
+struct PinLine {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t ts_ns = 0;
+  std::string outcome;  // trace::kPinOutcomeNames
+  std::string problem;
+  uint64_t hash = 0;
+  int64_t engine = -1;
+  std::string knobs;
+  bool legacy = false;
+  bool answered = false;
+  double pinned_ms = -1;  // -1: not written
+  double search_ms = -1;
+};
+void write_pin_line(JsonLine& j, const PinLine& p, std::FILE* out);
+
 // The value of one argument field of a call, typed as the binary trace types fields (api_table.h):
 // integer 'i', unsigned 'u', hex 'p'/'x' ("0x..."), float 'f', text 's', problem 'q' (written as the
 // problem's text; its "problem" line holds the rest), and a boolean.

@@ -279,18 +279,15 @@ class Trace {
       problem_index_[problem.text] = problems_.size();
       problems_.push_back(problem);
     }
-    JsonLine j;
-    j.begin();
-    j.str("type", "pin");
-    j.num("pid", pid_);
-    j.num("tid", pid_);
-    j.num("ts_ns", t_);
-    j.str("outcome", outcome);
-    j.str("problem", problem.text);
-    j.str("hash", fmt::format("0x{:016x}", problem.hash));
-    j.inum("engine", engine);
-    if (search_ms >= 0) j.raw("search_ms", fmt::format("{:.3f}", search_ms));
-    pins_.emplace_back(j.finish());
+    cuprobe::jsonl::PinLine l;
+    l.pid = l.tid = pid_;
+    l.ts_ns = t_;
+    l.outcome = outcome;
+    l.problem = problem.text;
+    l.hash = problem.hash;
+    l.engine = engine;
+    l.search_ms = search_ms;
+    pins_.push_back(std::move(l));
     t_ += 1000;
     return *this;
   }
@@ -358,7 +355,7 @@ class Trace {
     }
     for (const Problem& p : problems_) cuprobe::jsonl::write_problem_line(j, pid_, p.hash, p.text, &p.desc, f);
     for (const CallLine& c : calls_) cuprobe::jsonl::write_call_line(j, c, f);
-    for (const std::string& line : pins_) std::fprintf(f, "%s\n", line.c_str());
+    for (const auto& l : pins_) cuprobe::jsonl::write_pin_line(j, l, f);
     if (std::fclose(f) != 0) {
       std::perror(path.c_str());
       std::exit(1);
@@ -384,7 +381,7 @@ class Trace {
   std::vector<CallLine> calls_;
   std::vector<Problem> problems_;
   std::map<std::string, size_t> problem_index_;
-  std::vector<std::string> pins_;
+  std::vector<cuprobe::jsonl::PinLine> pins_;
 };
 
 const std::vector<Candidate> kCandidates = {{38, "tile_size=8,stages=4", 2 * kMiB, 0.40, 0},
