@@ -16,6 +16,7 @@
 //   FAKECUDNN_UNSUPPORTED_ENGINES=a,b  plans on these engines fail to finalize (NOT_SUPPORTED)
 //   FAKECUDNN_ENGINE_US=idx:us,...     execution time per engine (default 20 + 7*((5*idx) % 11))
 //   FAKECUDNN_HEUR_COUNT=N             configurations heuristics return (default 8)
+//   FAKECUDNN_REPORT_LIVE=1            at exit, "fakecudnn: N backend descriptors alive" on stderr
 //   FAKECUDNN_FAIL=API:CODE[:NTH[:TIMES]],...  as FAKECUDA_FAIL in fake_cudart.cpp
 #include <cudnn.h>
 #include <dlfcn.h>
@@ -563,6 +564,16 @@ struct Behave<ApiId::cudnnBackendCreateDescriptor> {
     if (d == nullptr) return CUDNN_STATUS_BAD_PARAM;
     auto* b = new BDesc();
     b->type = type;
+    static bool report = [] {
+      if (std::getenv("FAKECUDNN_REPORT_LIVE")) {
+        std::atexit([] {
+          std::lock_guard<std::mutex> lock(g_mu);
+          std::fprintf(stderr, "fakecudnn: %zu backend descriptors alive\n", live().size());
+        });
+      }
+      return true;
+    }();
+    (void)report;
     std::lock_guard<std::mutex> lock(g_mu);
     live().insert(b);
     *d = b;

@@ -168,6 +168,34 @@ TEST(PlanPinning, BenchmarkAndHeuristicSelectionsEndOnThePinnedPlanAfterOneCandi
   }
 }
 
+TEST(PlanPinning, ThreadsSelectingAtOnceAreEachPinned) {
+  // Four threads, each with its own handle, select the same problems at once: every selection is
+  // answered and pinned, and the shim's descriptors go with the configurations they filled.
+  std::string file = engine5_plans();
+  std::string dir = fresh_dir("pin-threads");
+  RunResult r = record(dir, search_cmd({"--benchmark", "--bwd", "--shapes", "2", "--fallback", "--threads", "4"}),
+                       {{"FAKECUDNN_REPORT_LIVE", "1"}}, {"--pin-plans", file});
+  ASSERT_EQ(r.status, 0) << r.err;
+  // The program destroys every descriptor it made; the shim's went with the configurations.
+  EXPECT_NE(r.err.find("fakecudnn: 0 backend descriptors alive"), std::string::npos) << r.err;
+  auto got = picks(r.out);
+  ASSERT_EQ(got.size(), 24u) << r.out;
+  for (const Pick& p : got) {
+    EXPECT_EQ(p.winner, 5);
+    EXPECT_EQ(p.candidates, 1);
+  }
+  auto lines = dump(dir);
+  EXPECT_EQ(answered_queries(lines), 24);
+  auto pins = of_type(lines, "pin");
+  ASSERT_EQ(pins.size(), 24u);
+  std::set<int> tids;
+  for (const auto& p : pins) {
+    EXPECT_EQ(p["outcome"], "pinned");
+    tids.insert(p["tid"].get<int>());
+  }
+  EXPECT_EQ(tids.size(), 4u);
+}
+
 TEST(PlanPinning, ARuntimeCompiledEngineIsPinnedByFailingTheOtherCandidates) {
   // Engines from 8 up carry the double's runtime-compilation note: the shim does not build their
   // plans to answer heuristics (that would compile twice) and steers by failing candidates fast.
