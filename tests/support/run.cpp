@@ -170,8 +170,9 @@ RunResult record(const std::string& dir, const std::vector<std::string>& argv, c
   return run(cmd, shim_env(env));
 }
 
-nlohmann::json analyze_json(const std::vector<std::string>& paths) {
+nlohmann::json analyze_json(const std::vector<std::string>& paths, const std::vector<std::string>& options) {
   std::vector<std::string> cmd = {cuprobe_bin(), "analyze", "--json"};
+  cmd.insert(cmd.end(), options.begin(), options.end());
   cmd.insert(cmd.end(), paths.begin(), paths.end());
   RunResult r = run(cmd);
   EXPECT_TRUE(r.status == 0 || r.status == 1) << r.err;

@@ -54,7 +54,8 @@ std::vector<nlohmann::json> dump(const std::string& path, const std::vector<std:
 
 // `cuprobe analyze --json PATHS...` parsed (fails the test when it does not run or is not JSON;
 // findings, exit status 1, are not a failure).
-nlohmann::json analyze_json(const std::vector<std::string>& paths);
+// `cuprobe analyze --json [options] PATHS...`.
+nlohmann::json analyze_json(const std::vector<std::string>& paths, const std::vector<std::string>& options = {});
 
 // Lines of one type ("process", "call", "count", "crash"), optionally of one API. "call" is the
 // program's own calls; "sample" the memory samples the shim took itself (call lines with
