@@ -4,6 +4,7 @@ searches), and optionally a probe: hashes of a fixed forward output and of the g
 fixed input, so that two ranks (or two runs) can be compared bitwise.
 
   --sizes 224            input side per step, cycled (several: a dynamic-shape job)
+  --deterministic        torch.backends.cudnn.deterministic = True
   --ranks 2              torch.multiprocessing.spawn DDP ranks on the visible GPUs (gloo when
                          there are fewer GPUs than ranks), each printing its own line
 """
@@ -32,6 +33,7 @@ def run(rank, world, a):
         torch.cuda.set_device(rank % gpus)
         dist.init_process_group("nccl" if gpus >= world else "gloo", rank=rank, world_size=world)
     torch.backends.cudnn.benchmark = bool(a.benchmark)
+    torch.backends.cudnn.deterministic = bool(a.deterministic)
     torch.manual_seed(0)
     model = getattr(torchvision.models, a.model)(num_classes=100).cuda().to(memory_format=torch.channels_last)
     if world > 1:
@@ -76,6 +78,7 @@ def main():
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--sizes", default="224")
     p.add_argument("--benchmark", type=int, default=1)
+    p.add_argument("--deterministic", action="store_true", help="cudnn.deterministic: PyTorch drops nondeterministic plans")
     p.add_argument("--ranks", type=int, default=1)
     p.add_argument("--probe", action="store_true")
     p.add_argument("--port", type=int, default=29541)
