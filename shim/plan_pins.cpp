@@ -619,8 +619,9 @@ bool pin_heuristics_answer(ThreadState& t, void* heur_desc, void* const* cfgs, F
 
 void pin_destroy_before(void* desc) {
   t_destroying = -1;
+  if (__atomic_load_n(&g_owned_live, __ATOMIC_RELAXED) == 0) return;  // no lookup while nothing is owned
   DescEntry* e = desc_find(desc);
-  if (e == nullptr || !e->owned_by_pins || __atomic_load_n(&g_owned_live, __ATOMIC_RELAXED) == 0) return;
+  if (e == nullptr || !e->owned_by_pins) return;
   for (uint32_t i = 0; i < kMaxOwned; ++i) {
     if (__atomic_load_n(&g_owned[i].cfg, __ATOMIC_ACQUIRE) == desc) {
       t_destroying = int32_t(i);
