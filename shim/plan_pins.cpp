@@ -377,13 +377,15 @@ struct Owned {
   void* knobs[kMaxKnobs];
   uint32_t n_knobs;
 };
-Owned* g_owned;            // kMaxOwned slots, mapped on the first answer
+Owned* g_owned;            // kMaxOwned slots, mapped on the first answer: read through owned()
 uint32_t g_owned_live;     // slots in use
 __thread int32_t t_destroying = -1;  // the slot of the configuration this thread is destroying
 
+// Two threads may answer their first query at once: the table pointer is only read atomically.
+Owned* owned() { return __atomic_load_n(&g_owned, __ATOMIC_ACQUIRE); }
+
 bool owned_table() {
-  Owned* o = __atomic_load_n(&g_owned, __ATOMIC_ACQUIRE);
-  if (o != nullptr) return true;
+  if (owned() != nullptr) return true;
   void* mem = mmap(nullptr, kMaxOwned * sizeof(Owned), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return false;
   Owned* expected = nullptr;
@@ -401,7 +403,7 @@ int32_t owned_claim(void* cfg) {
   for (uint32_t i = 0; i < kMaxOwned; ++i) {
     uint32_t at = (start + i) % kMaxOwned;
     void* expected = nullptr;
-    if (__atomic_compare_exchange_n(&g_owned[at].cfg, &expected, cfg, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+    if (__atomic_compare_exchange_n(&owned()[at].cfg, &expected, cfg, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
       __atomic_add_fetch(&g_owned_live, 1u, __ATOMIC_RELAXED);
       return int32_t(at);
     }
@@ -410,7 +412,7 @@ int32_t owned_claim(void* cfg) {
 }
 
 void owned_release(const BackendFns& b, int32_t at) {
-  Owned& o = g_owned[at];
+  Owned& o = owned()[at];
   if (o.engine) b.destroy(o.engine);
   for (uint32_t i = 0; i < o.n_knobs; ++i) b.destroy(o.knobs[i]);
   o.engine = nullptr;
@@ -439,7 +441,7 @@ bool fill_config(const Pin& pin, void* graph, void* handle, void* cfg) {
   if (!b.ok() || graph == nullptr || handle == nullptr) return false;
   int32_t at = owned_claim(cfg);
   if (at < 0) return false;
-  Owned& o = g_owned[at];
+  Owned& o = owned()[at];
   o.engine = nullptr;
   o.n_knobs = 0;
   const char* step = nullptr;
@@ -623,7 +625,7 @@ void pin_destroy_before(void* desc) {
   DescEntry* e = desc_find(desc);
   if (e == nullptr || !e->owned_by_pins) return;
   for (uint32_t i = 0; i < kMaxOwned; ++i) {
-    if (__atomic_load_n(&g_owned[i].cfg, __ATOMIC_ACQUIRE) == desc) {
+    if (__atomic_load_n(&owned()[i].cfg, __ATOMIC_ACQUIRE) == desc) {
       t_destroying = int32_t(i);
       return;
     }
