@@ -623,9 +623,10 @@ void pin_destroy_before(void* desc) {
   t_destroying = -1;
   if (__atomic_load_n(&g_owned_live, __ATOMIC_RELAXED) == 0) return;  // no lookup while nothing is owned
   DescEntry* e = desc_find(desc);
-  if (e == nullptr || !e->owned_by_pins) return;
+  Owned* table = owned();
+  if (e == nullptr || !e->owned_by_pins || table == nullptr) return;
   for (uint32_t i = 0; i < kMaxOwned; ++i) {
-    if (__atomic_load_n(&owned()[i].cfg, __ATOMIC_ACQUIRE) == desc) {
+    if (__atomic_load_n(&table[i].cfg, __ATOMIC_ACQUIRE) == desc) {
       t_destroying = int32_t(i);
       return;
     }
