@@ -156,21 +156,7 @@ uint32_t knobs_id(const KnobSet& knobs) {
   return intern_knobs(t_state, sorted, n);
 }
 
-// The real backend functions, for the queries the shim makes itself.
-struct Backend {
-  decltype(&::cudnnBackendCreateDescriptor) create;
-  decltype(&::cudnnBackendDestroyDescriptor) destroy;
-  decltype(&::cudnnBackendGetAttribute) get;
-  bool ok() const { return create && destroy && get; }
-};
-
-Backend backend() {
-  return Backend{reinterpret_cast<decltype(&::cudnnBackendCreateDescriptor)>(real_function(ApiId::cudnnBackendCreateDescriptor)),
-                 reinterpret_cast<decltype(&::cudnnBackendDestroyDescriptor)>(real_function(ApiId::cudnnBackendDestroyDescriptor)),
-                 reinterpret_cast<decltype(&::cudnnBackendGetAttribute)>(real_function(ApiId::cudnnBackendGetAttribute))};
-}
-
-uint32_t note_bits(const Backend& b, void* engine, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type) {
+uint32_t note_bits(const BackendFns& b, void* engine, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type) {
   int32_t notes[16];
   int64_t n = 0;
   if (b.get(engine, name, type, 16, &n, notes) != CUDNN_STATUS_SUCCESS) return 0;
@@ -185,7 +171,7 @@ uint32_t note_bits(const Backend& b, void* engine, cudnnBackendAttributeName_t n
 // configuration may have been filled by heuristics inside cuDNN, where the mirror cannot see.
 void query_cfg(EngineCfgState& cfg, void* cfg_desc) {
   cfg.queried = 1;
-  Backend b = backend();
+  BackendFns b = backend_fns();
   if (!b.ok()) return;
   cudnnBackendDescriptor_t engine = nullptr;
   if (b.create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine) == CUDNN_STATUS_SUCCESS) {
@@ -256,7 +242,7 @@ void finalize_plan(DescEntry& e, const void* desc, cudnnStatus_t status) {
     plan.engine = -1;
   }
   if (status != CUDNN_STATUS_SUCCESS) return;
-  Backend b = backend();
+  BackendFns b = backend_fns();
   int64_t workspace = 0, n = 0;
   if (b.get && b.get(const_cast<void*>(desc), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
                      &workspace) == CUDNN_STATUS_SUCCESS) {
@@ -326,6 +312,15 @@ EngineCfgState* plan_cfg(PlanState& plan) {
   if (c.problem.empty()) c.problem = t_last_problem;
   if (!c.queried) query_cfg(c, plan.cfg);
   return &c;
+}
+
+BackendFns backend_fns() {
+  return BackendFns{
+      reinterpret_cast<decltype(&::cudnnBackendCreateDescriptor)>(real_function(ApiId::cudnnBackendCreateDescriptor)),
+      reinterpret_cast<decltype(&::cudnnBackendDestroyDescriptor)>(real_function(ApiId::cudnnBackendDestroyDescriptor)),
+      reinterpret_cast<decltype(&::cudnnBackendSetAttribute)>(real_function(ApiId::cudnnBackendSetAttribute)),
+      reinterpret_cast<decltype(&::cudnnBackendGetAttribute)>(real_function(ApiId::cudnnBackendGetAttribute)),
+      reinterpret_cast<decltype(&::cudnnBackendFinalize)>(real_function(ApiId::cudnnBackendFinalize))};
 }
 
 uint64_t plan_key(int64_t engine, const char* knobs_text) {

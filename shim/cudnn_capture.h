@@ -37,6 +37,17 @@ void set_legacy_pooling(const void* d, int mode, int n, const int* window, const
 
 ProblemRef graph_problem_of(const DescEntry* graph);
 
+// The real backend functions, for the cuDNN calls the shim makes itself (not recorded).
+struct BackendFns {
+  decltype(&::cudnnBackendCreateDescriptor) create;
+  decltype(&::cudnnBackendDestroyDescriptor) destroy;
+  decltype(&::cudnnBackendSetAttribute) set;
+  decltype(&::cudnnBackendGetAttribute) get;
+  decltype(&::cudnnBackendFinalize) finalize;
+  bool ok() const { return create && destroy && set && get && finalize; }
+};
+BackendFns backend_fns();
+
 // The engine configuration a plan is built from, with its engine index and problem resolved
 // (asking cuDNN when heuristics filled it); nullptr when the plan has none the mirror knows.
 EngineCfgState* plan_cfg(PlanState& plan);

@@ -350,24 +350,6 @@ int handle_device(const void* handle) {
 // The descriptors the shim makes for it (engine, knob choices) live as long as that
 // configuration: they are destroyed after the application destroys it.
 
-struct BackendFns {
-  decltype(&::cudnnBackendCreateDescriptor) create;
-  decltype(&::cudnnBackendDestroyDescriptor) destroy;
-  decltype(&::cudnnBackendSetAttribute) set;
-  decltype(&::cudnnBackendGetAttribute) get;
-  decltype(&::cudnnBackendFinalize) finalize;
-  bool ok() const { return create && destroy && set && get && finalize; }
-};
-
-BackendFns backend_fns() {
-  return BackendFns{
-      reinterpret_cast<decltype(&::cudnnBackendCreateDescriptor)>(real_function(ApiId::cudnnBackendCreateDescriptor)),
-      reinterpret_cast<decltype(&::cudnnBackendDestroyDescriptor)>(real_function(ApiId::cudnnBackendDestroyDescriptor)),
-      reinterpret_cast<decltype(&::cudnnBackendSetAttribute)>(real_function(ApiId::cudnnBackendSetAttribute)),
-      reinterpret_cast<decltype(&::cudnnBackendGetAttribute)>(real_function(ApiId::cudnnBackendGetAttribute)),
-      reinterpret_cast<decltype(&::cudnnBackendFinalize)>(real_function(ApiId::cudnnBackendFinalize))};
-}
-
 // Configurations the shim filled, with the descriptors it made for them. A slot is claimed by
 // compare-exchange of `cfg` from null; released by the thread that destroyed the configuration.
 constexpr uint32_t kMaxOwned = 4096;
