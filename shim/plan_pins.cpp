@@ -20,6 +20,7 @@
 #include "problem_text.h"
 #include "process_info.h"
 #include "resolve.h"
+#include "sys_stat.h"
 
 namespace cuprobe::shim {
 
@@ -497,7 +498,7 @@ void pins_configure() {
   if (path == nullptr || *path == 0) return;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0) {
+  if (fd < 0 || fd_status(fd, &st) != 0) {
     complain(path, strerror(errno));
     if (fd >= 0) close(fd);
     return;

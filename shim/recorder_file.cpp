@@ -20,6 +20,7 @@
 
 #include "clock.h"
 #include "process_info.h"
+#include "sys_stat.h"
 
 namespace cuprobe::shim {
 
@@ -76,16 +77,16 @@ bool make_run_dir(const char* dir, const char** why) {
     }
     buf[i] = saved;
   }
-  struct statx st;
-  if (statx(AT_FDCWD, dir, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_UID, &st) != 0) {
+  struct stat st;
+  if (path_status(dir, &st, false) != 0) {
     *why = strerror(errno);
     return false;
   }
-  if (S_ISLNK(st.stx_mode) && st.stx_uid != geteuid() && st.stx_uid != 0) {
+  if (S_ISLNK(st.st_mode) && st.st_uid != geteuid() && st.st_uid != 0) {
     *why = "it is a symbolic link owned by another user";
     return false;
   }
-  if (statx(AT_FDCWD, dir, 0, STATX_TYPE, &st) != 0 || !S_ISDIR(st.stx_mode)) {
+  if (path_status(dir, &st, true) != 0 || !S_ISDIR(st.st_mode)) {
     *why = "it is not a directory";
     return false;
   }
