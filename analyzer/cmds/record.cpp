@@ -5,8 +5,6 @@
 // exec'd program, so torchrun workers, multiprocessing and DataLoader workers are traced too.
 #include <elf.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -252,9 +250,29 @@ std::string check_inherited_variables(const EnvList& env) {
 
 // ---- The run directory ---------------------------------------------------------------------
 
+// The name of user or group `id` in /etc/passwd or /etc/group ("" when it is not there). Read
+// directly rather than through getpwuid/getgrgid: the `cuprobe` command is linked statically (it
+// must run on any distribution), and a static glibc's NSS would load the system's NSS modules,
+// built for another glibc. Accounts only a directory service knows are named by number.
+std::string account_name(const char* file, unsigned id) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t name_end = line.find(':');
+    size_t id_at = name_end == std::string::npos ? name_end : line.find(':', name_end + 1);
+    if (id_at == std::string::npos) continue;
+    unsigned value = 0;
+    const char* first = line.data() + id_at + 1;
+    const char* last = line.data() + line.size();
+    auto [ptr, ec] = std::from_chars(first, last, value);
+    if (ec == std::errc() && ptr != first && ptr < last && *ptr == ':' && value == id) return line.substr(0, name_end);
+  }
+  return "";
+}
+
 std::string user_name(uid_t uid) {
-  struct passwd* pw = getpwuid(uid);
-  return pw ? fmt::format("{} (uid {})", pw->pw_name, uid) : fmt::format("uid {}", uid);
+  std::string name = account_name("/etc/passwd", uid);
+  return name.empty() ? fmt::format("uid {}", uid) : fmt::format("{} (uid {})", name, uid);
 }
 
 // Creates every missing component of `dir` with mode 0700, as the shim does (make_run_dir);
@@ -402,8 +420,8 @@ std::string privilege_change(const std::string& path) {
   if (statvfs(path.c_str(), &vfs) == 0 && (vfs.f_flag & ST_NOSUID)) return "";  // the bits are ignored there
   if ((st.st_mode & S_ISUID) && st.st_uid != getuid()) return "setuid " + user_name(st.st_uid);
   if ((st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP) && st.st_gid != getgid()) {
-    struct group* gr = getgrgid(st.st_gid);
-    return gr ? fmt::format("setgid {} (gid {})", gr->gr_name, st.st_gid) : fmt::format("setgid gid {}", st.st_gid);
+    std::string group = account_name("/etc/group", st.st_gid);
+    return group.empty() ? fmt::format("setgid gid {}", st.st_gid) : fmt::format("setgid {} (gid {})", group, st.st_gid);
   }
   if (getuid() != 0 && getxattr(path.c_str(), "security.capability", nullptr, 0) > 0) return "given file capabilities";
   return "";
