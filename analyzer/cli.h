@@ -38,7 +38,8 @@ inline constexpr int kExitUsage = 2;
 
 // Directory holding the running `cuprobe` executable.
 std::string self_dir();
-// libcuprobe.so: $CUPROBE_SHIM, else <self_dir>/../lib/cuprobe/libcuprobe.so.
+// libcuprobe.so: $CUPROBE_SHIM, else where the build put it relative to this executable
+// (<self_dir>/../lib/cuprobe/libcuprobe.so by default; CUPROBE_SHIM_FROM_BIN in version.h).
 std::string shim_path();
 
 // Parses a non-negative integer option value or throws UsageError naming the option (options.cpp).

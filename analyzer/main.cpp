@@ -24,7 +24,7 @@ std::string self_dir() {
 
 std::string shim_path() {
   if (const char* env = std::getenv("CUPROBE_SHIM"); env != nullptr && *env != 0) return env;
-  return (std::filesystem::path(self_dir()) / ".." / "lib" / "cuprobe" / "libcuprobe.so").lexically_normal().string();
+  return (std::filesystem::path(self_dir()) / CUPROBE_SHIM_FROM_BIN / "libcuprobe.so").lexically_normal().string();
 }
 
 }  // namespace cuprobe::cli
@@ -50,10 +50,11 @@ Usage:
                             the cuDNN plans the runs chose, to replay with record --pin-plans
   cuprobe plans show FILE   what a plan file holds
   cuprobe --version
+  cuprobe --shim-path       where libcuprobe.so is, for LD_PRELOAD=$(cuprobe --shim-path)
   cuprobe COMMAND --help    options of one command
 
 Without `cuprobe record` (torchrun, Slurm, Kubernetes), preload the shim yourself:
-  LD_PRELOAD=<prefix>/lib/cuprobe/libcuprobe.so CUPROBE_OUT=/abs/run/dir python train.py
+  LD_PRELOAD=$(cuprobe --shim-path) CUPROBE_OUT=/abs/run/dir python train.py
 
 Exit status: the traced command's own status for `record`; for `analyze` 1 when there are
 findings (see --fail-on); 0 on success and 2 for usage or unreadable input otherwise.
@@ -77,6 +78,10 @@ int main(int argc, char** argv) {
     }
     if (cmd == "-V" || cmd == "--version") {
       fmt::print("cuprobe {} (trace format {})\n", CUPROBE_VERSION, cuprobe::trace::kVersion);
+      return kExitOk;
+    }
+    if (cmd == "--shim-path") {
+      fmt::print("{}\n", shim_path());
       return kExitOk;
     }
     if (cmd == "record") return cmd_record(args);

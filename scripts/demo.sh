@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, records the bundled example and prints the analysis.
+# Installs what is missing, builds what the demo needs (the `cuprobe` command, the shim, the test
+# doubles and the example: no tests), records the bundled example and prints the analysis.
 # With a GPU and PyTorch present it records examples/pytorch/convnet.py (a conv net with
 # cudnn.benchmark on and changing image sizes: a re-search storm); otherwise the same cuDNN
 # traffic replayed by examples/simulated against cuprobe's CUDA and cuDNN test doubles.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-"$root/scripts/deps.sh"
-"$root/scripts/build.sh" "$root/build"
+"$root/scripts/deps.sh" --demo
+"$root/scripts/build.sh" "$root/build" -DCUPROBE_BUILD_TESTS=OFF -DCUPROBE_BUILD_BENCH=OFF -DCUPROBE_BUILD_EXAMPLES=ON \
+  --target cuprobe cuprobe_shim simulated_storm
 cuprobe="$root/build/bin/cuprobe"
 run="$root/build/demo-run"
 rm -rf "$run"

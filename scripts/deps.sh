@@ -1,23 +1,31 @@
 #!/usr/bin/env bash
-# Installs what building and testing cuprobe needs on Debian/Ubuntu, only what is missing.
-# The CUDA Toolkit 13 and cuDNN 9 headers cannot come from Debian: they must already be
-# installed (default /usr/local/cuda; or set CUDA_HOME / CUDNN_ROOT).
+# Installs what building cuprobe needs on Debian/Ubuntu, only what is missing, for one purpose:
 #
-#   scripts/deps.sh          what the builds of scripts/test.sh need (GCC, with its ASan, UBSan and
-#                            TSan runtimes; SQLite for `cuprobe export --format sqlite`; protobuf
-#                            to decode Perfetto exports and headless Chromium to open the HTML
-#                            report in the tests)
-#   scripts/deps.sh --fuzz   also clang with libFuzzer, for scripts/fuzz.sh
+#   scripts/deps.sh --demo      the command, the shim, the test doubles and the example (scripts/demo.sh)
+#   scripts/deps.sh             the above, plus what the tests of the normal build need (scripts/test.sh):
+#                               GoogleTest, protobuf (to decode Perfetto exports), headless Chromium (to
+#                               open the HTML report), SQLite's shell, and what building and installing
+#                               the packages needs (python3-build, -setuptools, -wheel, -venv)
+#   scripts/deps.sh --all       also Google Benchmark and clang with libFuzzer (scripts/test.sh --all)
+#   scripts/deps.sh --package   what scripts/package.sh needs beyond the --demo set
+#
+# The CUDA Toolkit (12.x or 13.x) and cuDNN 9 headers cannot come from Debian: they must already
+# be installed (default /usr/local/cuda; or set CUDA_HOME / CUDNN_ROOT).
 set -euo pipefail
 
-packages=(cmake ninja-build g++ binutils pkg-config python3 libfmt-dev nlohmann-json3-dev libcli11-dev
-          libunwind-dev libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev sqlite3
-          protobuf-compiler libprotobuf-dev chromium)
+demo=(cmake ninja-build g++ binutils libfmt-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev)
+package=(python3 python3-build python3-setuptools python3-wheel python3-venv)
+tests=(libgtest-dev libgmock-dev sqlite3 protobuf-compiler libprotobuf-dev chromium)
+packages=("${demo[@]}")
 fuzz=0
-if [ "${1:-}" = "--fuzz" ]; then
-  fuzz=1
-  packages+=(clang)
-fi
+case "${1:-}" in
+  --demo) ;;
+  "") packages+=("${package[@]}" "${tests[@]}") ;;
+  --all) packages+=("${package[@]}" "${tests[@]}" libbenchmark-dev clang); fuzz=1 ;;
+  --package) packages+=("${package[@]}") ;;
+  -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "deps.sh: unknown option '$1'; one of --demo, --all, --package (or none)" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -34,13 +42,13 @@ if ((${#missing[@]})) || fuzzer_runtime; then
   $sudo apt-get update -qq
   if fuzzer_runtime; then missing+=(libclang-rt-dev); fi
   echo "cuprobe: installing missing packages: ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 cuda="${CUDA_HOME:-/usr/local/cuda}"
 cudnn="${CUDNN_ROOT:-$cuda}"
 if [ ! -f "$cuda/include/cuda_runtime_api.h" ]; then
-  echo "cuprobe: CUDA runtime headers not found in $cuda/include. Install the CUDA Toolkit 13" >&2
+  echo "cuprobe: CUDA runtime headers not found in $cuda/include. Install the CUDA Toolkit 12 or 13" >&2
   echo "         (https://developer.nvidia.com/cuda-downloads) or set CUDA_HOME to its prefix." >&2
   exit 1
 fi

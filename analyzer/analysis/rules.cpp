@@ -1,6 +1,8 @@
 // Rule data loading, settings, message rendering and the registry; see rules.h.
 #include "analysis/rules.h"
 
+#include "version.h"  // CUPROBE_RULES_FROM_BIN
+
 #include <unistd.h>
 
 #include <cmath>
@@ -216,7 +218,7 @@ std::string default_rules_dir() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    fs::path installed = exe.parent_path() / ".." / "share" / "cuprobe" / "rules";
+    fs::path installed = exe.parent_path() / CUPROBE_RULES_FROM_BIN;
     if (fs::is_directory(installed, ec)) return installed.lexically_normal().string();
   }
   return CUPROBE_SOURCE_RULES_DIR;

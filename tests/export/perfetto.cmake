@@ -27,4 +27,5 @@ target_link_libraries(cuprobe_perfetto_tests PRIVATE cuprobe_test_support protob
 target_compile_definitions(cuprobe_perfetto_tests PRIVATE CUPROBE_PERFETTO_PROTO=1
                            CUPROBE_TEST_RULES_DIR="${PROJECT_SOURCE_DIR}/rules")
 add_dependencies(cuprobe_perfetto_tests cuprobe cuprobe_shim cuprobe_test_programs simulated_storm)
+cuprobe_fast_test_build(cuprobe_perfetto_tests)
 gtest_discover_tests(cuprobe_perfetto_tests DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300 ${test_env})

@@ -133,7 +133,9 @@ std::string build_path(const std::string& relative) {
 }
 std::string program(const std::string& name) { return build_path("tests/programs/" + name); }
 std::string cuprobe_bin() { return build_path("bin/cuprobe"); }
-std::string shim_file() { return build_path("lib/cuprobe/libcuprobe.so"); }
+std::string shim_file() {
+  return (fs::path(build_path("bin")) / CUPROBE_SHIM_FROM_BIN / "libcuprobe.so").lexically_normal().string();
+}
 std::string fake_dir(char flavor) { return build_path(std::string("tests/doubles/") + flavor); }
 std::string shim_preload() {
   std::string first = CUPROBE_PRELOAD_FIRST;

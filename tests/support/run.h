@@ -36,7 +36,7 @@ Child spawn(const std::vector<std::string>& argv, const Env& env = {});
 std::string build_path(const std::string& relative);  // relative to the build tree's root
 std::string program(const std::string& name);         // a test program's path
 std::string cuprobe_bin();                            // bin/cuprobe
-std::string shim_file();                              // lib/cuprobe/libcuprobe.so
+std::string shim_file();                              // lib/cuprobe/libcuprobe.so (or the configured libdir)
 std::string fake_dir(char flavor);                    // directory of a CUDA runtime double ('a', 'b')
 std::string shim_preload();                           // LD_PRELOAD value that loads the shim
 std::string fresh_dir(const std::string& tag);  // an empty, unique directory under the test tmp
