@@ -126,15 +126,18 @@ def check_links():
         text = read(rel)
         base = os.path.dirname(os.path.join(ROOT, rel))
         for n, line in enumerate(text.splitlines(), 1):
+            missing = []
             for target in LINK.findall(line):
                 if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
                     continue  # a URL, mailto: or an anchor in the same page
                 path = target.split("#", 1)[0]
                 if path and not os.path.exists(os.path.normpath(os.path.join(base, path))):
-                    problems.append(f"{rel}:{n}: link to {target}: no such file")
+                    missing.append(f"link to {target}")
             for path in MENTION.findall(line):
-                if not os.path.exists(os.path.join(ROOT, path)):
-                    problems.append(f"{rel}:{n}: names {path}: no such file")
+                if not os.path.exists(os.path.join(ROOT, path)) and not any(path in m for m in missing):
+                    missing.append(f"names {path}")
+            for m in dict.fromkeys(missing):
+                problems.append(f"{rel}:{n}: {m}: no such file")
 
 
 check_rules()
