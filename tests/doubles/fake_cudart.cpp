@@ -104,7 +104,7 @@ cudaError_t allocate(void** out, size_t size) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.live[t_device] + size > s.mem) {
-    *out = nullptr;  // as the real runtime leaves it (docs/validation.md)
+    *out = nullptr;  // as the real runtime leaves it (docs/dev/validation.md)
     return cudaErrorMemoryAllocation;
   }
   uintptr_t p = s.next_addr;
