@@ -45,6 +45,20 @@ int attribute(GetAttributeFn fn, CUdevice_attribute a, CUdevice dev) {
 
 }  // namespace
 
+bool device_name(int ordinal, char* out, int cap) {
+  if (cap <= 0) return false;
+  memset(out, 0, size_t(cap));
+  auto device_get = driver_fn<DeviceGetFn>(&g_device_get, "cuDeviceGet");
+  auto get_name = driver_fn<GetNameFn>(&g_get_name, "cuDeviceGetName");
+  CUdevice dev = 0;
+  if (device_get == nullptr || get_name == nullptr || device_get(&dev, ordinal) != CUDA_SUCCESS) return false;
+  if (get_name(out, cap - 1, dev) != CUDA_SUCCESS) {
+    memset(out, 0, size_t(cap));
+    return false;
+  }
+  return out[0] != 0;
+}
+
 bool describe_device(int ordinal, trace::DeviceInfo* out) {
   out->index = ordinal;
   out->cc_major = out->cc_minor = out->multiprocessors = -1;

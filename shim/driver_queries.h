@@ -24,6 +24,10 @@ namespace cuprobe::shim {
 // initialised, no such device): nothing worth a record.
 bool describe_device(int ordinal, trace::DeviceInfo* out);
 
+// The device's name (cuDeviceGetName) into `out` (NUL-terminated); false, with `out` empty, when
+// the driver does not say.
+bool device_name(int ordinal, char* out, int cap);
+
 // cuDriverGetVersion (13000 for a CUDA 13.0 driver), 0 when unknown.
 int driver_version();
 
