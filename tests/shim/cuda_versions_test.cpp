@@ -40,17 +40,20 @@ std::string uuid_of(int device) {
   return "GPU-" + hex;
 }
 
+// A field that is absent reads as null and fails the comparison (never an abort on a const json).
+json field(const json& j, const char* key) { return j.is_object() ? j.value(key, json()) : json(); }
+
 void expect_device(const json& d, int index) {
   SCOPED_TRACE("device " + std::to_string(index));
-  EXPECT_EQ(d["index"], index);
-  EXPECT_EQ(d["name"], kName);
-  EXPECT_EQ(d["total_mem"], kMem);
-  EXPECT_EQ(d["uuid"], uuid_of(index));
+  EXPECT_EQ(field(d, "index"), index);
+  EXPECT_EQ(field(d, "name"), kName);
+  EXPECT_EQ(field(d, "total_mem"), kMem);
+  EXPECT_EQ(field(d, "uuid"), uuid_of(index));
   char pci[16];
   std::snprintf(pci, sizeof pci, "0000:%02x:00.0", 0x18 + index);
-  EXPECT_EQ(d["pci_bus_id"], pci);
-  EXPECT_EQ(d["cc"], "9.0");
-  EXPECT_EQ(d["multiprocessors"], 132);
+  EXPECT_EQ(field(d, "pci_bus_id"), pci);
+  EXPECT_EQ(field(d, "cc"), "9.0");
+  EXPECT_EQ(field(d, "multiprocessors"), 132);
 }
 
 struct Case {
@@ -82,13 +85,13 @@ TEST_P(CudaVersions, SameShimRecordsTheDevicesAndTheVersionDependentCalls) {
   auto lines = dump(dir);
   auto procs = of_type(lines, "process");
   ASSERT_EQ(procs.size(), 1u);
-  const json& p = procs[0];
-  EXPECT_EQ(p["cuda_runtime_version"], c.runtime_version);
-  EXPECT_EQ(p["cuda_driver_version"], 13000);
+  json& p = procs[0];
+  EXPECT_EQ(field(p, "cuda_runtime_version"), c.runtime_version);
+  EXPECT_EQ(field(p, "cuda_driver_version"), 13000);
   EXPECT_EQ(p["stats"]["missing_symbols"], 0);
   ASSERT_EQ(p["devices"].size(), 2u) << p.dump();
   std::map<int, json> by_index;
-  for (const auto& d : p["devices"]) by_index[d["index"].get<int>()] = d;
+  for (const auto& d : p["devices"]) by_index[field(d, "index").is_number() ? d["index"].get<int>() : -1] = d;
   ASSERT_EQ(by_index.size(), 2u);
   expect_device(by_index[0], 0);
   expect_device(by_index[1], 1);
@@ -134,9 +137,9 @@ TEST(CudaVersionsDriver, DriverOnlyProcessIsDescribedFromTheDriver) {
   auto lines = dump(dir);
   auto procs = of_type(lines, "process");
   ASSERT_EQ(procs.size(), 1u);
-  const json& p = procs[0];
+  json& p = procs[0];
   EXPECT_FALSE(p.contains("cuda_runtime_version")) << "no runtime in this process";
-  EXPECT_EQ(p["cuda_driver_version"], 13000);
+  EXPECT_EQ(field(p, "cuda_driver_version"), 13000);
   ASSERT_EQ(p["devices"].size(), 1u) << p.dump();
   expect_device(p["devices"][0], 0);
 }
@@ -152,8 +155,8 @@ TEST(CudaVersionsDriver, WhatTheDriverDoesNotAnswerIsLeftOut) {
   ASSERT_EQ(p["devices"].size(), 1u) << p.dump();
   const json& d = p["devices"][0];
   EXPECT_FALSE(d.contains("uuid")) << d.dump();
-  EXPECT_EQ(d["name"], kName);
-  EXPECT_EQ(d["pci_bus_id"], "0000:18:00.0");
+  EXPECT_EQ(field(d, "name"), kName);
+  EXPECT_EQ(field(d, "pci_bus_id"), "0000:18:00.0");
 
   // A driver that was never initialised answers nothing: no device record at all.
   std::string dir2 = fresh_dir("driver-uninitialised");
