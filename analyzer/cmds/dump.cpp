@@ -135,12 +135,13 @@ void print_process(const reader::Trace& t, JsonLine& j) {
     JsonLine dj;
     dj.begin();
     dj.inum("index", d.index);
-    dj.str("name", d.name);
-    dj.num("total_mem", d.total_mem);
-    dj.str("uuid", d.uuid);
-    dj.str("pci_bus_id", d.pci_bus_id);
-    dj.str("cc", fmt::format("{}.{}", d.cc_major, d.cc_minor));
-    dj.inum("multiprocessors", d.multiprocessors);
+    // A field the driver did not answer is absent, not printed as a made-up value.
+    if (!d.name.empty()) dj.str("name", d.name);
+    if (d.total_mem != 0) dj.num("total_mem", d.total_mem);
+    if (!d.uuid.empty()) dj.str("uuid", d.uuid);
+    if (!d.pci_bus_id.empty()) dj.str("pci_bus_id", d.pci_bus_id);
+    if (d.cc_major >= 0 && d.cc_minor >= 0) dj.str("cc", fmt::format("{}.{}", d.cc_major, d.cc_minor));
+    if (d.multiprocessors >= 0) dj.inum("multiprocessors", d.multiprocessors);
     if (devices.size() > 1) devices += ',';
     devices += dj.finish();
   }
