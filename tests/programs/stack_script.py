@@ -1,7 +1,7 @@
 """Python frames in cuprobe's stacks: a helper library (argv[1]) called through ctypes makes the
 CUDA call. Through PyDLL the thread keeps the GIL (the frames come through CPython's API);
 through CDLL ctypes releases the GIL first, as PyTorch does around its operators (the frames are
-read from the interpreter's structures, CPython 3.11 to 3.13)."""
+read from the interpreter's structures, CPython 3.10 to 3.14)."""
 import ctypes
 import sys
 
