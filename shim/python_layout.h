@@ -60,11 +60,11 @@ struct PyLayout {
 
 enum class LayoutStatus : uint8_t {
   kOk = 0,
-  kUnknownVersion,    // no layout known for this version: native frames only
-  kFreeThreaded,      // a free-threaded build (3.13t, 3.14t): refused
-  kNoDebugOffsets,    // 3.13+ without a readable _PyRuntime or without the "xdebugpy" cookie
-  kVersionMismatch,   // _Py_DebugOffsets declares another version than the one running
-  kBadOffsets,        // an offset outside its structure, or a size beyond what is sane
+  kUnknownVersion,   // no layout known for this version: native frames only
+  kFreeThreaded,     // a free-threaded build (3.13t, 3.14t): refused
+  kNoDebugOffsets,   // 3.13+ without a readable _PyRuntime or without the "xdebugpy" cookie
+  kVersionMismatch,  // _Py_DebugOffsets declares another version than the one running
+  kBadOffsets,       // an offset outside its structure, or a size beyond what is sane
 };
 const char* layout_status_text(LayoutStatus s);
 
