@@ -191,7 +191,7 @@ void say_refused(uint32_t version) {
   append_number(buf, sizeof buf, &n, (version >> 16) & 0xff);
   append(buf, sizeof buf, &n, ": ");
   append(buf, sizeof buf, &n, layout_status_text(g_layout_status));
-  append(buf, sizeof buf, &n, g_refuse_all ? "; stacks have native frames only\n"
+  append(buf, sizeof buf, &n, g_refuse_all || !g_py.ok ? "; stacks have native frames only\n"
                                            : "; stacks of threads that released the GIL have native frames only\n");
   (void)!write(STDERR_FILENO, buf, n);
 }
