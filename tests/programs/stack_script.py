@@ -14,7 +14,10 @@ def allocate_with_gil():
 
 
 def allocate_without_gil():
-    return released.helper_alloc(ctypes.c_size_t(3 << 20))  # STACK-LINE-NOGIL
+    # Not the function's first line, nor its first statement: a line read from the wrong place
+    # (the frame's start, the function's first line) does not pass for the right one.
+    size = ctypes.c_size_t(3 << 20)
+    return released.helper_alloc(size)  # STACK-LINE-NOGIL
 
 
 print("with gil", allocate_with_gil())

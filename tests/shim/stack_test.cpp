@@ -133,6 +133,52 @@ int marker_line(const std::string& script, const std::string& marker) {
   return 0;
 }
 
+// stack_script.py under one interpreter (its own function, so that a failed assertion ends the
+// checks of this interpreter only).
+void check_script(const Interpreter& py, const std::string& script, int marker, int marker_nogil) {
+  Recorded r = record_stacks("python", {py.path, script, build_path("tests/programs/libstack_plugin.so")});
+  json header = of_type(r.lines, "process").at(0);
+  uint64_t refused = header["stats"].value("python_frames_refused", uint64_t(0));
+  json with = malloc_of(r, 2 << 20), without = malloc_of(r, 3 << 20);
+  ASSERT_TRUE(with.contains("stack"));
+  ASSERT_TRUE(without.contains("stack"));
+  const json& st = r.stacks.at(with["stack"]);
+  const json& st2 = r.stacks.at(without["stack"]);
+  EXPECT_EQ(st["native"][0]["function"], "helper_alloc");
+  EXPECT_EQ(st2["native"][0]["function"], "helper_alloc");
+  if (py.free_threaded) {
+    EXPECT_TRUE(st["python"].empty()) << "a free-threaded build is not read: native frames only";
+    EXPECT_TRUE(st2["python"].empty());
+    EXPECT_EQ(refused, 2u);
+    return;
+  }
+  if (py.minor < 10) {  // no PyGC_Disable, no known layout: native frames only, and no fault
+    EXPECT_TRUE(st["python"].empty()) << st.dump();
+    EXPECT_TRUE(st2["python"].empty()) << st2.dump();
+    EXPECT_EQ(refused, 1u) << "unknown version";
+    return;
+  }
+  ASSERT_FALSE(st["python"].empty()) << st.dump();
+  EXPECT_EQ(fs::path(st["python"][0]["file"].get<std::string>()).filename(), "stack_script.py");
+  EXPECT_EQ(st["python"][0]["function"], "allocate_with_gil");
+  EXPECT_EQ(st["python"][0]["line"], marker);
+  EXPECT_EQ(st["python"].size(), 1u) << "Python frames stop at the application's own innermost line";
+
+  // ctypes.CDLL released the GIL (as PyTorch does around its operators): the thread's frames are
+  // read from the interpreter's own structures, with the layout of its version.
+  if (!py.frames_without_gil()) {
+    EXPECT_TRUE(st2["python"].empty()) << "no frame layout for Python 3." << py.minor << ": native frames only";
+    EXPECT_EQ(refused, 1u) << "unknown version";
+    return;
+  }
+  EXPECT_EQ(refused, 0u);
+  ASSERT_FALSE(st2["python"].empty()) << st2.dump();
+  EXPECT_EQ(fs::path(st2["python"][0]["file"].get<std::string>()), fs::path(script));
+  EXPECT_EQ(st2["python"][0]["function"], "allocate_without_gil");
+  EXPECT_EQ(st2["python"][0]["line"], marker_nogil);
+  EXPECT_EQ(st2["python"].size(), 1u);
+}
+
 TEST(Stacks, PythonLinesWithAndWithoutTheGil) {
   std::string script = program("stack_script.py");
   int marker = marker_line(script, "STACK-LINE-GIL"), marker_nogil = marker_line(script, "STACK-LINE-NOGIL");
@@ -140,48 +186,29 @@ TEST(Stacks, PythonLinesWithAndWithoutTheGil) {
   ASSERT_GT(marker_nogil, 0);
   for (const Interpreter& py : test_pythons()) {
     SCOPED_TRACE(py.path + " (" + py.version + (py.free_threaded ? ", free-threaded)" : ")"));
-    Recorded r = record_stacks("python", {py.path, script, build_path("tests/programs/libstack_plugin.so")});
-    json header = of_type(r.lines, "process").at(0);
-    uint64_t refused = header["stats"].value("python_frames_refused", uint64_t(0));
-    json with = malloc_of(r, 2 << 20);
-    ASSERT_TRUE(with.contains("stack"));
-    const json& st = r.stacks.at(with["stack"]);
-    EXPECT_EQ(st["native"][0]["function"], "helper_alloc");
-    if (py.free_threaded) {
-      EXPECT_TRUE(st["python"].empty()) << "a free-threaded build is not read: native frames only";
-      EXPECT_EQ(refused, 2u);
-      continue;
-    }
-    if (py.minor < 10) {  // no PyGC_Disable, no known layout: native frames only, and no fault
-      EXPECT_TRUE(st["python"].empty()) << st.dump();
-      EXPECT_TRUE(r.stacks.at(malloc_of(r, 3 << 20)["stack"])["python"].empty());
-      EXPECT_EQ(refused, 1u) << "unknown version";
-      continue;
-    }
-    ASSERT_FALSE(st["python"].empty()) << st.dump();
-    EXPECT_EQ(fs::path(st["python"][0]["file"].get<std::string>()).filename(), "stack_script.py");
-    EXPECT_EQ(st["python"][0]["function"], "allocate_with_gil");
-    EXPECT_EQ(st["python"][0]["line"], marker);
-    EXPECT_EQ(st["python"].size(), 1u) << "Python frames stop at the application's own innermost line";
-
-    // ctypes.CDLL released the GIL (as PyTorch does around its operators): the thread's frames are
-    // read from the interpreter's own structures, with the layout of its version.
-    json without = malloc_of(r, 3 << 20);
-    ASSERT_TRUE(without.contains("stack"));
-    const json& st2 = r.stacks.at(without["stack"]);
-    EXPECT_EQ(st2["native"][0]["function"], "helper_alloc");
-    if (!py.frames_without_gil()) {
-      EXPECT_TRUE(st2["python"].empty()) << "no frame layout for Python 3." << py.minor << ": native frames only";
-      EXPECT_EQ(refused, 1u) << "unknown version";
-      continue;
-    }
-    EXPECT_EQ(refused, 0u);
-    ASSERT_FALSE(st2["python"].empty()) << st2.dump();
-    EXPECT_EQ(fs::path(st2["python"][0]["file"].get<std::string>()), fs::path(script));
-    EXPECT_EQ(st2["python"][0]["function"], "allocate_without_gil");
-    EXPECT_EQ(st2["python"][0]["line"], marker_nogil);
-    EXPECT_EQ(st2["python"].size(), 1u);
+    check_script(py, script, marker, marker_nogil);
   }
+}
+
+// A package's frames down to the application's, under one interpreter.
+void check_chain(const Interpreter& py, const std::string& dir) {
+  std::string out = fresh_dir("pylib-trace");
+  RunResult res = record(out, {py.path, dir + "/app.py", build_path("tests/programs/libstack_plugin.so")},
+                         shim_env({{"PYTHONPATH", dir + "/site-packages"}}), {});
+  ASSERT_EQ(res.status, 0) << res.err;
+  auto stacks = of_type(dump(out), "stack");
+  ASSERT_EQ(stacks.size(), 1u);
+  std::vector<std::string> fns;
+  for (const auto& f : stacks[0]["python"])
+    fns.push_back(f["function"].get<std::string>() + ":" + std::to_string(f["line"].get<int>()));
+  if (!py.frames_without_gil()) {
+    EXPECT_TRUE(fns.empty());
+    return;
+  }
+  EXPECT_EQ(fns, (std::vector<std::string>{"inner:5", "outer:8", "main:5"}));
+  ASSERT_EQ(stacks[0]["python"].size(), 3u);
+  EXPECT_EQ(stacks[0]["python"][0]["file"], dir + "/site-packages/fakelib/__init__.py");
+  EXPECT_EQ(stacks[0]["python"][2]["file"], dir + "/app.py");
 }
 
 TEST(Stacks, PythonFramesRunThroughLibrariesToTheApplicationsLine) {
@@ -189,36 +216,26 @@ TEST(Stacks, PythonFramesRunThroughLibrariesToTheApplicationsLine) {
   // the GIL is released (ctypes.CDLL), so they are read from the interpreter's structures.
   std::string dir = fresh_dir("pylib");
   fs::create_directories(dir + "/site-packages/fakelib");
+  // Each call sits below its function's first line, and `inner` is a method (its qualified name
+  // is not its name): a line or a name read from the wrong place shows.
   std::ofstream(dir + "/site-packages/fakelib/__init__.py")
       << "import ctypes\n"
-         "def inner(lib):\n"
-         "    return lib.helper_alloc(ctypes.c_size_t(2 << 20))\n"
+         "class Lib:\n"
+         "    def inner(self, lib):\n"
+         "        size = ctypes.c_size_t(2 << 20)\n"
+         "        return lib.helper_alloc(size)\n"
          "def outer(lib):\n"
-         "    return inner(lib)\n";
+         "    x = Lib()\n"
+         "    return x.inner(lib)\n";
   std::ofstream(dir + "/app.py") << "import ctypes, sys\n"
                                     "import fakelib\n"
                                     "def main():\n"
-                                    "    fakelib.outer(ctypes.CDLL(sys.argv[1]))\n"
+                                    "    lib = ctypes.CDLL(sys.argv[1])\n"
+                                    "    fakelib.outer(lib)\n"
                                     "main()\n";
   for (const Interpreter& py : test_pythons()) {
     SCOPED_TRACE(py.path + " (" + py.version + ")");
-    std::string out = fresh_dir("pylib-trace");
-    RunResult res = record(out, {py.path, dir + "/app.py", build_path("tests/programs/libstack_plugin.so")},
-                           shim_env({{"PYTHONPATH", dir + "/site-packages"}}), {});
-    ASSERT_EQ(res.status, 0) << res.err;
-    auto stacks = of_type(dump(out), "stack");
-    ASSERT_EQ(stacks.size(), 1u);
-    std::vector<std::string> fns;
-    for (const auto& f : stacks[0]["python"])
-      fns.push_back(f["function"].get<std::string>() + ":" + std::to_string(f["line"].get<int>()));
-    if (!py.frames_without_gil()) {
-      EXPECT_TRUE(fns.empty());
-      continue;
-    }
-    EXPECT_EQ(fns, (std::vector<std::string>{"inner:3", "outer:5", "main:4"}));
-    ASSERT_EQ(stacks[0]["python"].size(), 3u);
-    EXPECT_EQ(stacks[0]["python"][0]["file"], dir + "/site-packages/fakelib/__init__.py");
-    EXPECT_EQ(stacks[0]["python"][2]["file"], dir + "/app.py");
+    check_chain(py, dir);
   }
 }
 
