@@ -2,7 +2,7 @@
 # Analyzer speed, before/after in one run: records one synthetic process of EVENTS events
 # (bench/gen_job under the shim of BUILD_DIR, against the test doubles), then analyzes it on one
 # thread with two cuprobe binaries alternately, ROUNDS times each, and prints each one's best and
-# median events per second and the ratio (docs/performance.md).
+# median events per second and the ratio (docs/dev/performance.md).
 # Usage: bench/analyze_ab.sh BUILD_DIR OLD_CUPROBE NEW_CUPROBE [EVENTS] [ROUNDS]
 set -euo pipefail
 build="$(cd "${1:?build dir (gen_job, shim)}" && pwd)"

@@ -103,7 +103,7 @@ Homepage: https://github.com/cuprobe/cuprobe
 Description: trace and explain CUDA, cuDNN and NCCL calls of unmodified GPU jobs
  cuprobe attaches to GPU jobs (PyTorch training and inference first of all) through
  LD_PRELOAD and records cuDNN problems, plans, workspaces and benchmark searches, device
- memory with its owners, synchronizations and errors; `cuprobe analyze` explains re-search
+ memory with its owners, synchronizations and errors; \`cuprobe analyze\` explains re-search
  storms, workspace blowups, plans diverging across ranks and out-of-memory failures.
 EOF
 dpkg-deb --root-owner-group -Zgzip --build "$deb" "$out/cuprobe_${version}_${debarch}.deb" >/dev/null

@@ -23,7 +23,7 @@ stage() { echo "== cuprobe tests: $* ($(date -u +%H:%M:%S))"; }
 
 if ((all)); then "$root/scripts/deps.sh" --all; else "$root/scripts/deps.sh"; fi
 stage "normal build (build/)"
-"$root/scripts/build.sh" "$root/build" -DCUPROBE_BUILD_TESTS=ON -DCUPROBE_BUILD_EXAMPLES=ON -DCUPROBE_BUILD_BENCH=OFF
+"$root/scripts/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUPROBE_BUILD_TESTS=ON -DCUPROBE_BUILD_EXAMPLES=ON -DCUPROBE_BUILD_BENCH=OFF
 stage "normal tests"
 (cd "$root/build" && ctest --output-on-failure -j "$(nproc)")
 if ((!all)); then

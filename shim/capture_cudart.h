@@ -318,16 +318,28 @@ struct Capture<ApiId::cudaStreamDestroy> {
   static void after(CallWriter& w, cudaError_t, cudaStream_t s) { w.stream(s); }
 };
 
+// The version-less lookup returns the driver function as of the runtime's own version: 12080
+// under a CUDA 12.8 runtime, 13000 under 13.0, whatever this shim was built against. That version
+// is recorded (as the ByVersion lookup records the one it was asked for) and decides whether a
+// recording wrapper is handed back (driver_entry.h). A runtime that does not say its version is
+// taken to be the one the shim was built for.
+inline int entry_point_version() {
+  int v = cuda_runtime_version();
+  return v > 0 ? v : CUDART_VERSION;
+}
+
 template <>
 struct Capture<ApiId::cudaGetDriverEntryPoint> {
-  static constexpr const char* kFields = "symbol:s,fn:p,flags:x,status:i";
+  static constexpr const char* kFields = "symbol:s,fn:p,version:u,flags:x,status:i";
   static void after(CallWriter& w, cudaError_t r, const char* symbol, void** fn, unsigned long long flags,
                     cudaDriverEntryPointQueryResult* status) {
+    int version = entry_point_version();
     w.u(intern_string(symbol));
     w.p(out_ptr(r, fn));
+    w.u(uint64_t(version));
     w.u(flags);
     w.i(status ? int64_t(*status) : -1);
-    if (r == cudaSuccess && fn != nullptr) *fn = driver_entry_for_lookup(symbol, *fn, CUDART_VERSION, flags);
+    if (r == cudaSuccess && fn != nullptr) *fn = driver_entry_for_lookup(symbol, *fn, version, flags);
   }
 };
 
@@ -435,6 +447,8 @@ struct Capture<ApiId::__cudaLaunchKernel> {
   }
 };
 
+// Only the device is recorded: cudaDeviceProp's layout differs between CUDA 12 (what
+// cudaGetDeviceProperties_v2 fills) and 13, and the shim never reads it.
 template <>
 struct Capture<ApiId::cudaGetDeviceProperties> {
   static constexpr const char* kFields = "of_device:i";

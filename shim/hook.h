@@ -399,7 +399,10 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     Traits::on_event();
     int device = w.device_override() != CallWriter::kNoOverride ? w.device_override() : Traits::device(t);
     if constexpr ((kInfo.flags & trace::kApiInitsDevice) != 0) {
-      if (Traits::ok(ret) && device >= 0) note_device(device);
+      if (Traits::ok(ret) && device >= 0) {
+        note_device(device);
+        if constexpr (kCudart) note_runtime();
+      }
     }
     if (__builtin_expect(skip, 0)) note_outside_window(t);
     finish(t, rec, w, ret, start, dur, fault, device, tail, keep);

@@ -17,6 +17,7 @@
 #include "api.h"
 #include "clock.h"
 #include "cudnn_capture.h"
+#include "driver_queries.h"
 #include "problem_text.h"
 #include "process_info.h"
 #include "resolve.h"
@@ -242,13 +243,11 @@ uint32_t gpu_hash(int device) {
   if (device < 0 || device >= 32) return 0;
   uint32_t h = __atomic_load_n(&g_gpu_hash[device], __ATOMIC_RELAXED);
   if (h != 0) return h;
-  using PropsFn = cudaError_t (*)(cudaDeviceProp*, int);
-  auto fn = reinterpret_cast<PropsFn>(real_function(ApiId::cudaGetDeviceProperties));
-  cudaDeviceProp props;
-  memset(&props, 0, sizeof props);
-  if (fn == nullptr || fn(&props, device) != cudaSuccess) return 0;
-  props.name[sizeof props.name - 1] = 0;
-  h = fnv32(props.name);
+  // The driver's name of the device, as in the trace's device record the pin file was made from;
+  // never cudaGetDeviceProperties, whose structure is 24 bytes larger under a CUDA 12 runtime.
+  char name[256];
+  if (!device_name(device, name, int(sizeof name))) return 0;
+  h = fnv32(name);
   __atomic_store_n(&g_gpu_hash[device], h, __ATOMIC_RELAXED);
   return h;
 }

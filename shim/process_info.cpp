@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "driver_queries.h"
 #include "faults.h"
 #include "plan_pins.h"
 #include "resolve.h"
@@ -18,7 +19,10 @@ const char* g_api_fields[kApiCount];
 namespace {
 
 uint32_t g_described_devices;  // bit per device index < 32
-uint32_t g_versions_written;
+uint32_t g_describe_failures;  // descriptions the driver did not answer; retried up to kDescribeRetries
+uint32_t g_runtime_written;
+uint32_t g_driver_written;
+int g_runtime_version;  // 0 not asked yet, -1 the runtime did not say
 uint32_t g_cudnn_written;
 int g_nccl_nranks;  // size of the largest NCCL communicator written, 0 none; under the meta writer's mutex
 
@@ -114,17 +118,6 @@ void write_api_table() {
   }
 }
 
-void write_versions() {
-  using VersionFn = cudaError_t (*)(int*);
-  int v = 0;
-  if (auto fn = reinterpret_cast<VersionFn>(real_function(ApiId::cudaRuntimeGetVersion)); fn && fn(&v) == cudaSuccess) {
-    write_property(trace::Property::kCudaRuntimeVersion, v);
-  }
-  if (auto fn = reinterpret_cast<VersionFn>(real_function(ApiId::cudaDriverGetVersion)); fn && fn(&v) == cudaSuccess) {
-    write_property(trace::Property::kCudaDriverVersion, v);
-  }
-}
-
 }  // namespace
 
 void write_process_records() {
@@ -139,7 +132,9 @@ int process_rank() { return env_int(kRank); }
 
 void reset_process_info_after_fork() {
   g_described_devices = 0;
-  g_versions_written = 0;
+  g_describe_failures = 0;
+  g_runtime_written = 0;
+  g_driver_written = 0;
   g_cudnn_written = 0;
   g_nccl_nranks = 0;
 }
@@ -179,34 +174,49 @@ void note_cudnn_library() {
   }
 }
 
+int cuda_runtime_version() {
+  int v = __atomic_load_n(&g_runtime_version, __ATOMIC_ACQUIRE);
+  if (v != 0) return v > 0 ? v : 0;
+  using VersionFn = cudaError_t (*)(int*);
+  auto fn = reinterpret_cast<VersionFn>(real_function(ApiId::cudaRuntimeGetVersion));
+  int asked = 0;
+  v = fn != nullptr && fn(&asked) == cudaSuccess && asked > 0 ? asked : -1;
+  __atomic_store_n(&g_runtime_version, v, __ATOMIC_RELEASE);
+  return v > 0 ? v : 0;
+}
+
+void note_runtime() {
+  if (__atomic_load_n(&g_runtime_written, __ATOMIC_RELAXED)) return;
+  if (__atomic_exchange_n(&g_runtime_written, 1u, __ATOMIC_ACQ_REL)) return;
+  if (int v = cuda_runtime_version(); v > 0) write_property(trace::Property::kCudaRuntimeVersion, v);
+}
+
 void note_device(int device) {
+  // A driver that did not answer (not loaded yet, not initialised) is asked again on a few later
+  // calls, not on every one: each attempt walks the loaded objects.
+  constexpr uint32_t kDescribeRetries = 8;
   if (device < 0 || device >= 32) return;
   uint32_t bit = 1u << device;
   if (__atomic_load_n(&g_described_devices, __ATOMIC_RELAXED) & bit) return;
   if (__atomic_fetch_or(&g_described_devices, bit, __ATOMIC_ACQ_REL) & bit) return;
-  if (__atomic_exchange_n(&g_versions_written, 1u, __ATOMIC_ACQ_REL) == 0) write_versions();
-  using PropsFn = cudaError_t (*)(cudaDeviceProp*, int);
-  auto fn = reinterpret_cast<PropsFn>(real_function(ApiId::cudaGetDeviceProperties));
-  cudaDeviceProp props;
-  memset(&props, 0, sizeof props);
-  if (fn == nullptr || fn(&props, device) != cudaSuccess) return;
+  if (!__atomic_load_n(&g_driver_written, __ATOMIC_ACQUIRE)) {
+    if (int v = driver_version(); v > 0 && !__atomic_exchange_n(&g_driver_written, 1u, __ATOMIC_ACQ_REL)) {
+      write_property(trace::Property::kCudaDriverVersion, v);
+    }
+  }
+  trace::DeviceInfo info;
+  if (!describe_device(device, &info)) {
+    if (__atomic_fetch_add(&g_describe_failures, 1u, __ATOMIC_RELAXED) < kDescribeRetries) {
+      __atomic_fetch_and(&g_described_devices, ~bit, __ATOMIC_ACQ_REL);
+    }
+    return;
+  }
   MetaWriter w;
   constexpr uint32_t kSize = sizeof(trace::DeviceInfo);
   char* p = w.reserve(kSize);
   if (p == nullptr) return;
-  auto* r = reinterpret_cast<trace::DeviceInfo*>(p);
-  memset(r, 0, kSize);
-  r->h = trace::make_header(trace::RecordType::kDeviceInfo, kSize);
-  r->index = device;
-  r->cc_major = props.major;
-  r->cc_minor = props.minor;
-  r->multiprocessors = props.multiProcessorCount;
-  r->total_mem = props.totalGlobalMem;
-  memcpy(r->uuid, props.uuid.bytes, sizeof r->uuid);
-  r->pci_domain = props.pciDomainID;
-  r->pci_bus = props.pciBusID;
-  r->pci_device = props.pciDeviceID;
-  memcpy(r->name, props.name, sizeof r->name - 1);
+  info.h = trace::make_header(trace::RecordType::kDeviceInfo, kSize);
+  memcpy(p, &info, kSize);
   w.commit(kSize);
 }
 

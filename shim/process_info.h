@@ -1,7 +1,8 @@
 // What the trace says about the process as a whole: the process record and API table written
 // when the file is created, device descriptions and library versions written the first time
 // they are known. Queries go to the real libraries through their slots, and only after the
-// application itself has initialised CUDA (the caller guarantees that).
+// application itself has initialised CUDA (the caller guarantees that). Device descriptions come
+// from the driver, never from a runtime structure whose layout depends on the runtime's version.
 #pragma once
 
 #include "api.h"
@@ -12,9 +13,19 @@ namespace cuprobe::shim {
 void write_process_records();       // once, right after the file is created
 void reset_process_info_after_fork();
 
-// Writes a DeviceInfo record (and the runtime/driver versions) the first time `device` is
-// seen after a successful call that implies its context exists.
+// Writes a DeviceInfo record (and the driver's version) the first time `device` is seen after a
+// successful call that implies its context exists, from the driver's own queries
+// (driver_queries.h): safe from runtime and driver wrappers alike, after their real call.
 void note_device(int device);
+
+// Writes the CUDA runtime's version once; from runtime wrappers only.
+void note_runtime();
+
+// The loaded CUDA runtime's version (cudaRuntimeGetVersion of the real runtime: 12080, 13000),
+// asked once; 0 when there is no runtime or it did not say. Which ABI a version-dependent
+// runtime function has is decided by this (docs/shim.md, "CUDA 12 and 13"). From runtime
+// wrappers only: a runtime call from inside a driver wrapper can wait on the runtime's lock.
+int cuda_runtime_version();
 
 // Writes cuDNN's version and the CUDA runtime version it was built for, once per process,
 // from the copy of libcudnn the calls go to.

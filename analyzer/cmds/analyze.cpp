@@ -17,12 +17,18 @@ namespace {
 
 constexpr const char* kHelp = R"(Usage: cuprobe analyze [options] PATH...
 
-Analyzes traces and reports findings: cuDNN benchmark re-search storms and repeated searches,
-workspace blowups, the same problem getting different algorithms on different ranks or over
-time, out-of-memory post-mortems, unsupported configurations, allocation churn and
-synchronization stalls. PATH is a run directory, a trace file, or JSON Lines from
-`cuprobe dump` ("-" reads them from standard input). Many PATHs (every rank, every host) are
-analyzed as one job, aligned by wall clock.
+Analyzes traces and reports findings: cuDNN benchmark re-search storms (research-storm) and
+repeated searches (research-repeat), workspace blowups (workspace-blowup), the same problem
+running different plans on different ranks or over time (algo-divergence), out-of-memory
+post-mortems (oom-postmortem), unsupported configurations (unsupported-config), allocation
+churn (allocation-churn), synchronization stalls (sync-stall), device memory cuprobe did not
+see allocated (memory-coverage), plan pinning that stepped aside (plan-pinning), an
+inconsistent CUDA/cuDNN environment across libraries or ranks (env-drift) and incomplete or
+damaged traces (trace-integrity); `cuprobe rules` lists them, `cuprobe explain RULE` explains one.
+
+PATH is a run directory, a trace file, or JSON Lines from `cuprobe dump` ("-" reads them from
+standard input). Many PATHs (every rank, every host) are analyzed as one job, aligned by wall
+clock.
 
 Options:
   --json               machine-readable report (schema: docs/analyze-json.md)

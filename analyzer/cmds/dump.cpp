@@ -1,6 +1,7 @@
 // `cuprobe dump`: prints run directories and trace files as JSON Lines (docs/trace-format.md,
-// "JSON Lines"): per process one "process" line, its "call" lines in time order, then its
-// "count" and "crash" lines. Anything unreadable is reported on stderr naming the file and
+// "JSON Lines"): per process one "process" line, its "api", "problem", "fault_rule", "module"
+// and "stack" lines, its "call" lines in time order, then "search", "count", "pin" and "crash"
+// lines (kHelp lists them). Anything unreadable is reported on stderr naming the file and
 // where reading stopped; the exit status is 2 only when nothing at all could be read.
 #include <cstdio>
 #include <cstring>
@@ -24,44 +25,55 @@ namespace {
 
 constexpr const char* kHelp = R"(Usage: cuprobe dump [options] PATH...
 
-Prints traces as JSON Lines. PATH is a run directory (every *.cuprobe file in it), one trace
-file, or JSON Lines written by an earlier dump ("-" reads them from standard input). Per process: a "process" line (who, where, devices, library versions, how it ended,
-what the shim counted as lost), "api" lines (each API's flags and argument fields, so that the
-output describes itself), "fault_rule" lines when the process ran under a fault plan or a
-memory cap (each rule with the calls it matched and injected), its "call" lines in time order, then "count" lines (calls of
-counted APIs such as kernel launches, per thread and device), "pin" lines when the process ran
-with a plan file (what plan pinning did for each plan selection: "outcome" pinned, not-offered,
-skipped, other-gpu, other-cudnn, other-alignment, pinned-failed or broken; "answered" when the
-shim answered the selection's heuristics query with the pinned configuration; docs/plan-pinning.md),
-"crash" lines, and "search"
-lines: each benchmark search or heuristic selection of a cuDNN algorithm, rebuilt from the
-calls (its problem, every candidate with its measured time, the winner, the wall time).
+Prints traces as JSON Lines (docs/trace-format.md, "JSON Lines"). PATH is a run directory
+(every *.cuprobe file in it), one trace file, or JSON Lines written by an earlier dump ("-" reads
+them from standard input). Per process, in this order:
+
+  process     who, where, devices, library versions, how it ended, what the shim counted as lost
+  api         each API's flags and argument fields, so that the output describes itself
+  problem     each distinct cuDNN problem: its text, hash and typed description
+  fault_rule  when the process ran under a fault plan or a memory cap: each rule with the calls
+              it matched and injected
+  module      the files the process had mapped (written by the shim with stacks)
+  stack       each distinct call stack: the innermost Python frames (file, function, line) and
+              the native frames, symbolized here from the binaries (function, and file:line
+              where they have debug information)
+  call        every recorded call, in time order
+  search      each benchmark search or heuristic selection of a cuDNN plan, rebuilt from the
+              calls: its problem, every candidate with its measured time, the winner, wall time
+  count       calls of counted APIs such as kernel launches, per thread and device
+  pin         when the process ran with a plan file: what plan pinning did for each selection
+              ("outcome" pinned, not-offered, skipped, other-gpu, other-cudnn, other-alignment,
+              pinned-failed or broken; "answered" when the shim answered the selection's
+              heuristics query with the pinned configuration; docs/plan-pinning.md)
+  crash       a fatal signal the process took, with the API in flight
 
 Every call line has api, ret, ts_ns, dur_ns, pid, tid and device, stream when the call has
-one, and the API's own argument fields (pointers as "0x..." strings). Frees carry the size of
-the allocation they release when the trace holds it. A call the fault plan replaced carries
+one, and the API's own argument fields (pointers as "0x..." strings). A free carries the size of
+the allocation it releases when the trace holds it. A call the fault plan replaced carries
 "injected" (the rule's name) and "fault_k" (its match number for that rule); a candidate plan
-pinning failed fast (or a legacy search or heuristics query it answered) carries "pinned": true. A memory sample
-the shim took itself (cudaMemGetInfo or cuMemGetInfo_v2 after allocations, at failures and at
-exit) carries "sample": true. A call with a
-recorded call stack carries "stack": the id of a "stack" line, which lists the innermost Python
-frames (file, function, line) and the native frames, symbolized here from the binaries (function,
-and file:line where they have debug information).
+pinning failed fast (or a legacy search or heuristics query it answered) carries "pinned": true.
+A memory sample the shim took itself (cudaMemGetInfo or cuMemGetInfo_v2 after allocations, at
+failures and at exit) carries "sample": true. A call with a recorded call stack carries "stack":
+the id of a stack line.
 
 What cannot be read (damaged records, calls at impossible times, a file that changed while it
 was read, entries of a run directory that are not regular files) is reported on standard error,
-naming the file and where; the exit status is 2 only when nothing at all could be read. Text
-that is not UTF-8 in the trace (a Latin-1 command line) is written with U+FFFD in its place.
+naming the file and where. Text that is not UTF-8 in the trace (a Latin-1 command line) is
+written with U+FFFD in its place.
 
 Options:
-  --api NAME[,NAME...]  only calls of these APIs
-  --pid PID             only this process
-  --no-events           process, count, pin and crash lines only
-  --searches            process and search lines only
+  --api NAME[,NAME...]  only call lines of these APIs (search lines still come from every call)
+  --pid PID             only this process's lines
+  --no-events           leave out problem, call and search lines
+  --searches            leave out module, stack and call lines (search lines stay)
   --no-symbols          stacks as raw addresses (no symbolization)
   --symbols DIR         also look for the traced process's binaries under DIR (traces copied
                         from another machine); repeatable; CUPROBE_SYMBOLS=DIR:DIR too
   -h, --help            this text
+
+Exit status: 0 when at least one trace could be read (also when --pid matched none of them),
+2 for a usage error or when nothing at all could be read.
 )";
 
 struct Filter {
@@ -123,12 +135,13 @@ void print_process(const reader::Trace& t, JsonLine& j) {
     JsonLine dj;
     dj.begin();
     dj.inum("index", d.index);
-    dj.str("name", d.name);
-    dj.num("total_mem", d.total_mem);
-    dj.str("uuid", d.uuid);
-    dj.str("pci_bus_id", d.pci_bus_id);
-    dj.str("cc", fmt::format("{}.{}", d.cc_major, d.cc_minor));
-    dj.inum("multiprocessors", d.multiprocessors);
+    // A field the driver did not answer is absent, not printed as a made-up value.
+    if (!d.name.empty()) dj.str("name", d.name);
+    if (d.total_mem != 0) dj.num("total_mem", d.total_mem);
+    if (!d.uuid.empty()) dj.str("uuid", d.uuid);
+    if (!d.pci_bus_id.empty()) dj.str("pci_bus_id", d.pci_bus_id);
+    if (d.cc_major >= 0 && d.cc_minor >= 0) dj.str("cc", fmt::format("{}.{}", d.cc_major, d.cc_minor));
+    if (d.multiprocessors >= 0) dj.inum("multiprocessors", d.multiprocessors);
     if (devices.size() > 1) devices += ',';
     devices += dj.finish();
   }

@@ -125,7 +125,7 @@ under plain LD_PRELOAD the shim warns once and uses the default), and on a shim 
 space or colon, which LD_PRELOAD cannot carry. It warns, and runs COMMAND all the same, when
 the loader will not preload the shim into it: a setuid or setgid program (or one with file
 capabilities), a statically linked one, or one started through sudo, su, doas, pkexec,
-runuser or env -i, which clear the environment. docs/record.md has the details.
+runuser or env -i, which clear the environment. docs/commands/record.md has the details.
 
 Environment set for COMMAND: LD_PRELOAD (the shim appended), CUPROBE_OUT (absolute run
 directory), and CUPROBE_LAUNCH_EVENTS, CUPROBE_MAX_MB, CUPROBE_KEEP, CUPROBE_DELAY_S,

@@ -834,8 +834,14 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
         d.index = r->index;
         d.name = std::string(r->name, strnlen(r->name, sizeof r->name));
         d.total_mem = r->total_mem;
-        d.uuid = format_uuid(r->uuid);
-        d.pci_bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", r->pci_domain, r->pci_bus, r->pci_device);
+        // What the driver did not answer is left out (all-zero UUID, negative PCI parts): the
+        // shim writes unknowns, never guesses (shim/driver_queries.h).
+        bool has_uuid = false;
+        for (uint8_t b : r->uuid) has_uuid = has_uuid || b != 0;
+        if (has_uuid) d.uuid = format_uuid(r->uuid);
+        if (r->pci_domain >= 0 && r->pci_bus >= 0 && r->pci_device >= 0) {
+          d.pci_bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", r->pci_domain, r->pci_bus, r->pci_device);
+        }
         d.cc_major = r->cc_major;
         d.cc_minor = r->cc_minor;
         d.multiprocessors = r->multiprocessors;

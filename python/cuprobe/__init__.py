@@ -9,7 +9,7 @@ shell (`cuprobe ...`), as a module (`python -m cuprobe ...`) and from Python:
     report = cuprobe.analyze("run1")                       # what `cuprobe analyze --json` prints
     for f in report["findings"]:
         print(f["severity"], f["rule"], f["title"])
-    cuprobe.report("run1", "run1.html")                    # the self-contained HTML report
+    cuprobe.report("run1", out="run1.html")                # the self-contained HTML report
     cuprobe.shim_path()                                    # for LD_PRELOAD where record cannot wrap
 
 Functions raise CuprobeError when the command reports a usage error or unreadable input (exit

@@ -337,6 +337,9 @@ struct StringRecord {
 };
 static_assert(sizeof(StringRecord) == 16);
 
+// A device as the driver describes it (cuDeviceGetName, cuDeviceTotalMem_v2, cuDeviceGetUuid_v2,
+// cuDeviceGetAttribute: shim/driver_queries.h). What the driver did not answer is -1 (numbers),
+// zero (total_mem, every uuid byte) or an empty name.
 struct DeviceInfo {
   RecordHeader h;
   int32_t index;

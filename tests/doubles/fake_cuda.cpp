@@ -16,6 +16,12 @@
 // allocation leaves its output as an H200's driver does: *dptr 0 (cuMemAlloc*), *pp NULL
 // (cuMemAllocHost, cuMemHostAlloc), *handle and *ptr untouched (cuMemCreate, cuMemAddressReserve).
 //
+// Device queries (not hooked; the shim describes devices with them, driver_queries.h) answer
+// only after cuInit, as the real driver's do (CUDA_ERROR_NOT_INITIALIZED before): device d is
+// named FAKECUDA_DEVICE_NAME (default "cuprobe test double"), has FAKECUDA_MEM bytes, compute
+// capability 9.0, 132 multiprocessors, UUID bytes 0x10*d+i and PCI address 0000:(0x18+d):00.0;
+// cuDriverGetVersion says 13000 (a CUDA 13.0 driver, which runs CUDA 12 runtimes too).
+//
 // cuGetProcAddress_v2 answers for CUPROBE_DRIVER_QUERIES' names and cuCtxGetDevice, with
 // this library's own functions: the per-thread variant for flag 2 where one exists; for a version
 // older than the function's, the older function (a dummy here) where one existed ("cuMemAlloc"
@@ -25,11 +31,13 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -66,6 +74,8 @@ struct Mapping {
 struct State {
   int devices = 2;
   uint64_t mem = 80ull << 30;
+  std::string device_name = "cuprobe test double";
+  std::atomic<bool> initialised{false};
   std::vector<Script> fail[kApiCount];
   std::atomic<uint64_t> calls[kApiCount] = {};
   std::mutex mu;
@@ -86,6 +96,7 @@ State& state() {
     if (const char* v = std::getenv("FAKECUDA_DEVICES")) st->devices = std::atoi(v);
     if (st->devices < 1 || st->devices > kMaxDevices) st->devices = 2;
     if (const char* v = std::getenv("FAKECUDA_MEM")) st->mem = std::strtoull(v, nullptr, 10);
+    if (const char* v = std::getenv("FAKECUDA_DEVICE_NAME")) st->device_name = v;
     parse_fail_scripts(std::getenv("FAKECUDA_FAIL"), st->fail);
     return st;
   }();
@@ -419,6 +430,75 @@ CUPROBE_DRIVER_HOOKS(FAKECUDA_DEFINE)
 FAKECUDA_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *device = fake::t_device;
+  return CUDA_SUCCESS;
+}
+
+// Device queries and initialisation: not hooked by cuprobe, asked by the shim itself.
+namespace fake {
+CUresult checked_device(CUdevice dev) {
+  State& s = state();
+  if (!s.initialised.load()) return CUDA_ERROR_NOT_INITIALIZED;
+  return dev >= 0 && dev < s.devices ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+}  // namespace fake
+
+FAKECUDA_EXPORT CUresult cuInit(unsigned int flags) {
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  fake::state().initialised = true;
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuDriverGetVersion(int* version) {
+  if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *version = 13000;
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuDeviceGet(CUdevice* device, int ordinal) {
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = fake::checked_device(ordinal); r != CUDA_SUCCESS) return r;
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
+  if (name == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = fake::checked_device(dev); r != CUDA_SUCCESS) return r;
+  std::snprintf(name, size_t(len), "%s", fake::state().device_name.c_str());
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
+  if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = fake::checked_device(dev); r != CUDA_SUCCESS) return r;
+  *bytes = fake::state().mem;
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
+  if (uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = fake::checked_device(dev); r != CUDA_SUCCESS) return r;
+  for (int i = 0; i < 16; ++i) uuid->bytes[i] = char(0x10 * dev + i);
+  return CUDA_SUCCESS;
+}
+
+// The pre-MIG function: the same UUID here (no MIG instances). cuda.h renames cuDeviceGetUuid to
+// _v2, so the old name is given by its symbol.
+FAKECUDA_EXPORT CUresult fakecuda_uuid_v1(CUuuid* uuid, CUdevice dev) __asm__("cuDeviceGetUuid");
+FAKECUDA_EXPORT CUresult fakecuda_uuid_v1(CUuuid* uuid, CUdevice dev) { return cuDeviceGetUuid_v2(uuid, dev); }
+
+FAKECUDA_EXPORT CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice dev) {
+  if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = fake::checked_device(dev); r != CUDA_SUCCESS) return r;
+  switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
+    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *value = 0x18 + dev; break;
+    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: *value = 0; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
   return CUDA_SUCCESS;
 }
 

@@ -1,5 +1,9 @@
 // Test double of libcudart.so.13 (same soname and symbol version), generated from the shim's
-// hook table so that every hooked function exists here with the vendor's signature.
+// hook table so that every hooked function exists here with the vendor's signature. Built with
+// -DFAKECUDA_RUNTIME_MAJOR=12 it is libcudart.so.12 instead (a CUDA 12.8 runtime): CUDA 12's
+// cudaDeviceProp layout (cuda12_declarations.h) behind cudaGetDeviceProperties[_v2], its version
+// (12080) behind cudaRuntimeGetVersion and the version-less entry-point lookup, and the _v2
+// names CUDA 13 dropped (fake_cudart12.map; the .13 map leaves them out).
 //
 // Behaviour, controlled through the environment so that programs run under the shim need no
 // test-specific code:
@@ -11,13 +15,16 @@
 //                             after it (default 1) return CODE without doing anything
 //   FAKECUDA_DELAY_US=API:US,...  each call of API first sleeps US microseconds
 //   FAKECUDA_FLAVOR           compiled in (-DFAKECUDA_FLAVOR=N): cudaRuntimeGetVersion returns
-//                             13000 + N, so tests can tell two copies apart
+//                             13000 + N (12080 + N for the .12 build), so tests can tell two
+//                             copies apart
+//   FAKECUDA_DEVICE_NAME      the device name cudaGetDeviceProperties reports, as the driver
+//                             double's cuDeviceGetName does (default "cuprobe test double")
 // Errors are sticky per thread the way the runtime reports them: cudaGetLastError returns and
 // clears the last error, cudaPeekAtLastError returns it.
 //
 // The driver, as the real runtime reaches it: libcuda.so.1 (the driver double, fake_cuda.cpp,
-// found beside this file) opened privately once, and driver entry-point
-// lookups answered through its cuGetProcAddress_v2. Without a loadable libcuda, lookups hand back
+// found beside this file) opened privately and initialised (cuInit) at the first call, and driver
+// entry-point lookups answered through its cuGetProcAddress_v2. Without a loadable libcuda, lookups hand back
 // a dummy function. Once the program has a libcuda loaded, cudaSetDevice makes its device the
 // driver's current one and cudaMemGetInfo counts the driver's allocations as used.
 #include <cuda.h>
@@ -41,11 +48,21 @@
 #ifndef FAKECUDA_FLAVOR
 #define FAKECUDA_FLAVOR 0
 #endif
+#ifndef FAKECUDA_RUNTIME_MAJOR
+#define FAKECUDA_RUNTIME_MAJOR 13
+#endif
+#if FAKECUDA_RUNTIME_MAJOR == 12
+#define CUDA12_STRUCTURES_ONLY
+#include "cuda12_declarations.h"
+#endif
 
 namespace fake {
 
 using cuprobe::ApiId;
 using cuprobe::kApiCount;
+
+// What cudaRuntimeGetVersion says, and the version the version-less entry-point lookup uses.
+constexpr int kRuntimeVersion = (FAKECUDA_RUNTIME_MAJOR == 12 ? 12080 : 13000) + FAKECUDA_FLAVOR;
 
 struct State {
   int devices = 2;
@@ -104,7 +121,7 @@ cudaError_t allocate(void** out, size_t size) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.live[t_device] + size > s.mem) {
-    *out = nullptr;  // as the real runtime leaves it (docs/validation.md)
+    *out = nullptr;  // as the real runtime leaves it (docs/dev/validation.md)
     return cudaErrorMemoryAllocation;
   }
   uintptr_t p = s.next_addr;
@@ -144,6 +161,7 @@ void dummy_driver_function() {}
 // toolkit's stub for one), found once a libcuda is loaded.
 struct Driver {
   using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+  using Init = CUresult (*)(unsigned int);
   GetProc get_proc = nullptr;
   void (*set_device)(int) = nullptr;
   unsigned long long (*used)(int) = nullptr;
@@ -172,6 +190,7 @@ const Driver& opened_driver() {
     void* h = open_libcuda();
     if (h == nullptr) return d;
     d.get_proc = reinterpret_cast<Driver::GetProc>(dlsym(h, "cuGetProcAddress_v2"));
+    if (auto init = reinterpret_cast<Driver::Init>(dlsym(h, "cuInit"))) init(0);
     find_driver_hooks(h, &d);
     return d;
   }();
@@ -385,18 +404,28 @@ struct Behave<ApiId::cudaGetDriverEntryPointByVersion> {
     return cudaSuccess;
   }
 };
+// The version-less lookup answers as of the runtime's own version.
 template <>
 struct Behave<ApiId::cudaGetDriverEntryPoint> {
   static cudaError_t run(const char* sym, void** fn, unsigned long long flags, cudaDriverEntryPointQueryResult* st) {
-    return Behave<ApiId::cudaGetDriverEntryPointByVersion>::run(sym, fn, CUDART_VERSION, flags, st);
+    return Behave<ApiId::cudaGetDriverEntryPointByVersion>::run(sym, fn, kRuntimeVersion, flags, st);
   }
 };
+// The device the driver double describes, in the layout of this runtime's cudaDeviceProp (CUDA
+// 12's for the .12 build, whichever name the program called).
+#if FAKECUDA_RUNTIME_MAJOR == 12
+using DeviceProp = cuda12::DeviceProp;
+#else
+using DeviceProp = cudaDeviceProp;
+#endif
 template <>
 struct Behave<ApiId::cudaGetDeviceProperties> {
-  static cudaError_t run(cudaDeviceProp* p, int d) {
+  static cudaError_t run(cudaDeviceProp* prop, int d) {
     if (d < 0 || d >= state().devices) return cudaErrorInvalidDevice;
+    auto* p = reinterpret_cast<DeviceProp*>(prop);
     std::memset(p, 0, sizeof *p);
-    std::snprintf(p->name, sizeof p->name, "cuprobe test double %d", FAKECUDA_FLAVOR);
+    const char* name = std::getenv("FAKECUDA_DEVICE_NAME");
+    std::snprintf(p->name, sizeof p->name, "%s", name ? name : "cuprobe test double");
     p->totalGlobalMem = state().mem;
     p->major = 9;
     p->minor = 0;
@@ -409,7 +438,7 @@ struct Behave<ApiId::cudaGetDeviceProperties> {
 template <>
 struct Behave<ApiId::cudaRuntimeGetVersion> {
   static cudaError_t run(int* v) {
-    *v = 13000 + FAKECUDA_FLAVOR;
+    *v = kRuntimeVersion;
     return cudaSuccess;
   }
 };
@@ -426,6 +455,7 @@ struct Behave<ApiId::cudaDriverGetVersion> {
 // cudaGetLastError/cudaPeekAtLastError report the sticky error; they never set it.
 #define FAKECUDA_DEFINE(ret, name, sig, params, args, api_flags)                                \
   extern "C" __attribute__((visibility("default"))) ret name params {                         \
+    fake::opened_driver();                                                                    \
     if (cudaError_t r = fake::scripted(cuprobe::ApiId::name); r != cudaSuccess) {             \
       return fake::set_error(r);                                                              \
     }                                                                                         \

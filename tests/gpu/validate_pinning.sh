@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Plan pinning on a real GPU with PyTorch (issue 16; docs/validation.md "Plan pinning"):
+# Plan pinning on a real GPU with PyTorch (issue 16; docs/dev/validation.md "Plan pinning"):
 #  1. ResNet-50, cudnn.benchmark on: a run records and exports its plans; a second run pins them:
 #     first-step and median step times of both, searches and candidates, and a bitwise probe (the
 #     pinned plans compute what the searched ones did). Then three rounds of a normal run (no

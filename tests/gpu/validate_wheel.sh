@@ -4,7 +4,8 @@
 #
 #   tests/gpu/validate_wheel.sh WHEEL OUT [CORPUS_GUARD_SECONDS]
 #
-# 1. a venv with the system's site-packages (PyTorch), `pip install --no-index WHEEL`;
+# 1. `pip install --no-index WHEEL` into PyTorch's venv when python3 is one, else a new venv
+#    with the system's site-packages;
 # 2. pytorch/examples imagenet (ResNet-18, --dummy) recorded with the venv's `cuprobe`, stacks on
 #    allocations: analyzed (a healthy run: nothing above info expected), reported; the device
 #    records compared with nvidia-smi (name, memory, UUID, PCI bus id); Python frames on stacks;
@@ -33,14 +34,28 @@ say() { echo "$*" | tee -a "$log" >&3; }
   grep PRETTY_NAME /etc/os-release
 } >>"$log" 2>&1
 
-# 1. The venv. --without-pip + the system's pip module (visible through --system-site-packages)
-# installs into the venv: the image's python3 may lack ensurepip.
-python3 -m venv --system-site-packages "$work/venv" >>"$log" 2>&1 ||
-  python3 -m venv --without-pip --system-site-packages "$work/venv" >>"$log" 2>&1
-if ! "$work/venv/bin/python" -m pip install -q --no-index --no-deps --no-cache-dir "$wheel" >>"$log" 2>&1; then
-  say "FAIL: pip install of $(basename "$wheel") into the venv"; exit 1
+# 1. Where PyTorch lives. When the machine's python3 is a virtual environment (PyTorch installed
+# into a venv, as on the GPU machine: /opt/torch/.venv, made by uv), the wheel goes into that
+# venv with its own pip, as its user would install it (and is uninstalled at the end). Otherwise
+# a new venv that sees the system's site-packages (PyTorch installed system-wide); --without-pip
+# + the system's pip module where the image's python3 lacks ensurepip.
+installed_into=""
+if python3 -c 'import sys; sys.exit(0 if sys.prefix != sys.base_prefix else 1)' && python3 -m pip --version >/dev/null 2>&1; then
+  installed_into="$(python3 -c 'import sys; print(sys.prefix)')"
+  if ! python3 -m pip install -q --no-index --no-deps --no-cache-dir --force-reinstall "$wheel" >>"$log" 2>&1; then
+    say "FAIL: pip install of $(basename "$wheel") into PyTorch's venv $installed_into"; exit 1
+  fi
+  trap 'python3 -m pip uninstall -y -q cuprobe >>"$log" 2>&1' EXIT
+  export PATH="$installed_into/bin:$PATH"
+  say "PyTorch's venv: $installed_into (pip install --no-index into it)"
+else
+  python3 -m venv --system-site-packages "$work/venv" >>"$log" 2>&1 ||
+    python3 -m venv --without-pip --system-site-packages "$work/venv" >>"$log" 2>&1
+  if ! "$work/venv/bin/python" -m pip install -q --no-index --no-deps --no-cache-dir "$wheel" >>"$log" 2>&1; then
+    say "FAIL: pip install of $(basename "$wheel") into the venv"; exit 1
+  fi
+  export PATH="$work/venv/bin:$PATH"
 fi
-export PATH="$work/venv/bin:$PATH"
 say "installed: $(command -v cuprobe) -> $(cuprobe --version); shim $(cuprobe --shim-path)"
 say "python -m cuprobe: $(python -m cuprobe --version)"
 
@@ -59,8 +74,12 @@ cuprobe dump "$work/imagenet" >"$work/imagenet.jsonl" 2>>"$log"
 nvidia-smi --query-gpu=index,name,memory.total,uuid,pci.bus_id --format=csv,noheader,nounits >"$work/smi.csv"
 python3 - "$work/imagenet.jsonl" "$work/smi.csv" "$work/imagenet.json" <<'PY' | tee -a "$log" >&3
 import csv, json, sys
+import torch
 lines = [json.loads(l) for l in open(sys.argv[1])]
 smi = {int(r[0]): [c.strip() for c in r] for r in csv.reader(open(sys.argv[2]))}
+# The device's memory as CUDA reports it (cuDeviceTotalMem, cudaDeviceProp.totalGlobalMem, what
+# PyTorch shows): nvidia-smi's memory.total also counts what the driver reserves for itself.
+cuda_total = {i: torch.cuda.get_device_properties(i).total_memory for i in range(torch.cuda.device_count())}
 report = json.load(open(sys.argv[3]))
 procs = [l for l in lines if l["type"] == "process"]
 stacks = [l for l in lines if l["type"] == "stack"]
@@ -81,9 +100,10 @@ for p in procs:
             same_bus = got_bus.split(":")[-2:] == bus.split(":")[-2:] and int(got_bus.split(":")[0], 16) == int(bus.split(":")[0], 16)
             mem_mib = int(s[2])
             same = (d["name"] == s[1] and d["uuid"].lower().replace("gpu-", "") == uuid and same_bus
-                    and abs(d["total_mem"] / 2**20 - mem_mib) <= 1)
+                    and d["total_mem"] == cuda_total.get(d["index"]))
             ok &= same
-            want = f"nvidia-smi: {s[1]}, {mem_mib} MiB, {s[3]}, {s[4]}"
+            want = (f"nvidia-smi: {s[1]}, {mem_mib} MiB, {s[3]}, {s[4]}; torch total_memory "
+                    f"{cuda_total.get(d['index'])} B, cuprobe {d['total_mem']} B")
         print(f"  device {d['index']}: {d['name']}, {d['total_mem'] / 2**20:.0f} MiB, {d['uuid']}, {d['pci_bus_id']}"
               f" -- {want} -- {'MATCH' if want and same else 'DIFFERS'}")
 py = [s for s in stacks if s.get("python")]

@@ -35,6 +35,7 @@ if [ ! -x "$chroot_dir/usr/bin/python3" ]; then
   gpg=()
   [ "${CUPROBE_CHROOT_NO_GPG:-0}" = 1 ] && gpg=(--no-check-gpg)
   rm -rf "$chroot_dir"
+  mkdir -p "$(dirname "$chroot_dir")"
   debootstrap "${gpg[@]}" --variant=minbase --include=python3 "$release" "$chroot_dir" "$mirror" \
     >"$chroot_dir.debootstrap.log" 2>&1 || { tail -20 "$chroot_dir.debootstrap.log"; fail "debootstrap $release"; }
 fi
@@ -50,23 +51,27 @@ for lib in libcudart.so.13 libcudnn.so.9 libcudnn_graph.so.9; do
 done
 cat >"$chroot_dir/tmp/cuprobe-job.py" <<'EOF'
 # A job as a user's would be on this distribution: its Python, the real CUDA runtime and cuDNN.
+# The libraries are loaded into the global scope and their functions looked up there, as a
+# program linked against them finds them (the shim's definitions first): dlsym on a library's
+# own handle would search that library alone and bypass any LD_PRELOAD interposer.
 import ctypes
-rt = ctypes.CDLL("/opt/cuda/lib/libcudart.so.13")
+ctypes.CDLL("/opt/cuda/lib/libcudart.so.13", mode=ctypes.RTLD_GLOBAL)
+ctypes.CDLL("/opt/cuda/lib/libcudnn.so.9", mode=ctypes.RTLD_GLOBAL)
+api = ctypes.CDLL(None)
 count = ctypes.c_int(-1)
 ptr = ctypes.c_void_p()
-status = [rt.cudaGetDeviceCount(ctypes.byref(count)), rt.cudaMalloc(ctypes.byref(ptr), ctypes.c_size_t(1 << 20))]
-dnn = ctypes.CDLL("/opt/cuda/lib/libcudnn.so.9")
-dnn.cudnnGetVersion.restype = ctypes.c_size_t
+status = [api.cudaGetDeviceCount(ctypes.byref(count)), api.cudaMalloc(ctypes.byref(ptr), ctypes.c_size_t(1 << 20))]
+api.cudnnGetVersion.restype = ctypes.c_size_t
 desc = ctypes.c_void_p()
-status.append(dnn.cudnnBackendCreateDescriptor(1, ctypes.byref(desc)))  # CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR
+status.append(api.cudnnBackendCreateDescriptor(1, ctypes.byref(desc)))  # CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR
 if status[-1] == 0:
-    status.append(dnn.cudnnBackendDestroyDescriptor(desc))
+    status.append(api.cudnnBackendDestroyDescriptor(desc))
 print("job: cudaGetDeviceCount, cudaMalloc, cudnnBackendCreateDescriptor/Destroy ->", status,
-      "cuDNN", dnn.cudnnGetVersion())
+      "cuDNN", api.cudnnGetVersion())
 EOF
 mount -t proc proc "$chroot_dir/proc"
 trap 'umount "$chroot_dir/proc" 2>/dev/null || true' EXIT
-in_chroot() { chroot "$chroot_dir" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/tmp LANG=C.UTF-8 "$@"; }
+in_chroot() { chroot "$chroot_dir" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp LANG=C.UTF-8 "$@"; }
 in_chroot /opt/cuprobe/bin/cuprobe --version
 in_chroot /opt/cuprobe/bin/cuprobe record -o /tmp/cuprobe-run -- /usr/bin/python3 /tmp/cuprobe-job.py ||
   fail "cuprobe record of the job failed"

@@ -109,6 +109,8 @@ if grep -q '^\./usr/lib/debug' <<<"$contents"; then fail "the .deb carries debug
 if grep -q 'fixtures' <<<"$contents"; then fail "the .deb carries the rules' test fixtures"; fi
 dpkg-deb -f "$deb" Depends | grep -Eq '^libc6 \(>= 2\.([0-9]|1[0-9]|2[0-8])(\.[0-9]+)?\)$' ||
   fail "the .deb's dependency is '$(dpkg-deb -f "$deb" Depends)', not libc6 (>= 2.28 or older)"
+dpkg-deb -f "$deb" Description | grep -q 'errors; `cuprobe analyze` explains' ||
+  fail "the .deb's description lost its text: $(dpkg-deb -f "$deb" Description | tr '\n' ' ')"
 dpkg-deb -x "$deb" "$work/debroot"
 ids="$(check_stripped "$work/debroot/usr")"
 dpkg-deb -x "$dbg" "$work/dbgroot"

@@ -86,7 +86,7 @@ TEST(CudartCapture, EveryHookedCallOfTheDoubleIsRecordedWithItsFields) {
   EXPECT_EQ(p["cuda_driver_version"], 13000);
   EXPECT_EQ(p["launch_events"], 0);
   ASSERT_EQ(p["devices"].size(), 1u);
-  EXPECT_EQ(p["devices"][0]["name"], "cuprobe test double 1");
+  EXPECT_EQ(p["devices"][0]["name"], "cuprobe test double");  // the driver double's description
   EXPECT_EQ(p["devices"][0]["total_mem"], 80ull << 30);
   EXPECT_EQ(p["devices"][0]["pci_bus_id"], "0000:18:00.0");
   EXPECT_EQ(p["devices"][0]["uuid"], "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f");

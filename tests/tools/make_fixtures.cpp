@@ -816,7 +816,7 @@ void algo_divergence_causes() {
     }
   }
   {
-    // Measured on one H200 shared by two healthy DDP ranks (docs/validation.md, issue 13): the
+    // Measured on one H200 shared by two healthy DDP ranks (docs/dev/validation.md, issue 13): the
     // differing problems' measurements all contradict (each rank timed its own choice faster), so
     // each rank's timing of its own choices adds up to more than 10% apart, while the candidates
     // both ranks timed were timed alike. quiet/: timing noise. fire/: rank 1 timed every candidate

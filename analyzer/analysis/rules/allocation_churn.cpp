@@ -49,7 +49,10 @@ void allocation_churn(const RuleSpec& spec, const AllFacts& all, const Emit& emi
                                                         last_half, last_call > p.job_start_ns
                                                                        ? seconds(last_call - p.job_start_ns) : 0.0)}};
     Finding f = make_finding(spec, ev, lasting ? seconds(p.steady_alloc_ns) : 0);
-    if (!lasting) f.severity = Severity::kInfo;
+    if (!lasting) {
+      f.severity = Severity::kInfo;
+      f.fix = spec.fix_for("died down");  // the general fix (remove empty_cache...) is for churn that lasts
+    }
     f.pids.push_back(p.pid);
     f.call_sites = top_sites(all, p, p.steady_alloc_stacks, "steady-state allocations from");
     emit(std::move(f));

@@ -3,14 +3,16 @@
 // Each entry: X(return type, exported name, signature-of, (parameters), (arguments), flags).
 // Include cuda_runtime_api.h and cudart_internal.h before this file.
 // "signature-of" names the function whose declaration in cuda_runtime_api.h the entry must
-// match; it differs from the exported name only for the per-thread-default-stream variants
+// match; it differs from the exported name for the per-thread-default-stream variants
 // (_ptsz/_ptds), which the header does not declare unless CUDA_API_PER_THREAD_DEFAULT_STREAM is
-// set. It also selects the capture logic (capture_cudart.h), so a variant records exactly what
+// set, and for CUDA 12's _v2 names that CUDA 13 dropped (same parameters, checked against the
+// 13 function they became). It also selects the capture logic (capture_cudart.h), so a variant records exactly what
 // its base function records.
 //
 // This list is expanded into: the ApiId enum, the real-function slots and name table
 // (shim/cudart_wrappers.cpp), the exported wrappers, the ApiInfo records written into every
-// trace, and the test double libcudart.so.13 (tests/doubles/). Every wrapper's type is checked
+// trace, and the test doubles libcudart.so.13 and libcudart.so.12 (tests/doubles/). Functions
+// whose ABI differs between CUDA 12 and 13 are listed in docs/shim.md ("CUDA 12 and 13"). Every wrapper's type is checked
 // against the vendor header at compile time.
 //
 // Flags are cuprobe::trace::ApiFlags without the kApi prefix.
@@ -94,6 +96,9 @@
     Event | EventRecord)                                                                          \
   X(cudaError_t, cudaEventElapsedTime, cudaEventElapsedTime,                                      \
     (float* ms, cudaEvent_t start, cudaEvent_t end), (ms, start, end), Event | EventTiming)       \
+  /* CUDA 12.8+ only (13 has cudaEventElapsedTime alone): docs/shim.md, "CUDA 12 and 13" */      \
+  X(cudaError_t, cudaEventElapsedTime_v2, cudaEventElapsedTime,                                   \
+    (float* ms, cudaEvent_t start, cudaEvent_t end), (ms, start, end), Event | EventTiming)       \
   X(cudaError_t, cudaEventDestroy, cudaEventDestroy, (cudaEvent_t event), (event), Event)         \
   /* streams */                                                                                   \
   X(cudaError_t, cudaStreamCreate, cudaStreamCreate, (cudaStream_t * pStream), (pStream),         \
@@ -173,6 +178,10 @@
     (kernel, gridDim, blockDim, args, sharedMem, stream), Counted)                                \
   /* queried by the shim for the process header; recorded like any call when the app calls */   \
   X(cudaError_t, cudaGetDeviceProperties, cudaGetDeviceProperties,                                \
+    (struct cudaDeviceProp * prop, int device), (prop, device), 0)                                \
+  /* what CUDA 12 headers compile cudaGetDeviceProperties to; absent from 13 (the struct is not */ \
+  /* read by the shim, so its layout, which differs, does not matter) */                          \
+  X(cudaError_t, cudaGetDeviceProperties_v2, cudaGetDeviceProperties,                             \
     (struct cudaDeviceProp * prop, int device), (prop, device), 0)                                \
   X(cudaError_t, cudaRuntimeGetVersion, cudaRuntimeGetVersion, (int* runtimeVersion),             \
     (runtimeVersion), 0)                                                                          \

@@ -12,36 +12,38 @@
 // returns each function, and whether it is the per-thread-default-stream variant: a lookup that
 // asks for an older version gets another function (cuGetProcAddress before 12000 takes four
 // arguments), which is handed back unwrapped.
-// Driver wrappers never call into the CUDA runtime (no InitsDevice, no runtime queries for the
-// device or the memory): the runtime makes driver calls while it initialises, holding its own
+// Driver wrappers never call into the CUDA runtime (no runtime queries for the device, the
+// memory or the versions): the runtime makes driver calls while it initialises, holding its own
 // lock, and a runtime call from inside one of them waits on that lock for ever (seen on an H200
-// with JAX, whose runtime initialises through cuGetProcAddress).
+// with JAX, whose runtime initialises through cuGetProcAddress). InitsDevice here describes the
+// device through the driver's own queries only (shim/driver_queries.h), which is how a process
+// that never loads the runtime gets its device records.
 // Include cuda.h before this file.
 #pragma once
 
 #define CUPROBE_DRIVER_HOOKS(X)                                                                          \
   /* device memory */                                                                                    \
   X(CUresult, cuMemAlloc_v2, cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize),     \
-    DeviceAlloc | Faultable)                                                               \
+    DeviceAlloc | InitsDevice | Faultable)                                                           \
   X(CUresult, cuMemFree_v2, cuMemFree_v2, (CUdeviceptr dptr), (dptr), DeviceFree)                        \
   X(CUresult, cuMemAllocAsync, cuMemAllocAsync, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream), \
-    (dptr, bytesize, hStream), DeviceAlloc | Pooled | Faultable)                           \
+    (dptr, bytesize, hStream), DeviceAlloc | Pooled | InitsDevice | Faultable)                       \
   X(CUresult, cuMemAllocAsync_ptsz, cuMemAllocAsync,                                                     \
     (CUdeviceptr * dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream),                  \
-    DeviceAlloc | Pooled | Faultable)                                                      \
+    DeviceAlloc | Pooled | InitsDevice | Faultable)                                                  \
   X(CUresult, cuMemFreeAsync, cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream),     \
     DeviceFree | Pooled)                                                                                 \
   X(CUresult, cuMemFreeAsync_ptsz, cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream),                 \
     (dptr, hStream), DeviceFree | Pooled)                                                                \
   X(CUresult, cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync,                                          \
     (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),                          \
-    (dptr, bytesize, pool, hStream), DeviceAlloc | Pooled | Faultable)                     \
+    (dptr, bytesize, pool, hStream), DeviceAlloc | Pooled | InitsDevice | Faultable)                 \
   X(CUresult, cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync,                                     \
     (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),                          \
-    (dptr, bytesize, pool, hStream), DeviceAlloc | Pooled | Faultable)                     \
+    (dptr, bytesize, pool, hStream), DeviceAlloc | Pooled | InitsDevice | Faultable)                 \
   X(CUresult, cuMemAllocManaged, cuMemAllocManaged,                                                      \
     (CUdeviceptr * dptr, size_t bytesize, unsigned int flags), (dptr, bytesize, flags),                  \
-    DeviceAlloc | Faultable)                                                               \
+    DeviceAlloc | InitsDevice | Faultable)                                                           \
   /* host memory */                                                                                      \
   X(CUresult, cuMemAllocHost_v2, cuMemAllocHost_v2, (void** pp, size_t bytesize), (pp, bytesize),        \
     HostAlloc | Faultable)                                                                               \
@@ -56,7 +58,7 @@
   X(CUresult, cuMemCreate, cuMemCreate,                                                                  \
     (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp* prop,                \
      unsigned long long flags),                                                                          \
-    (handle, size, prop, flags), DeviceAlloc | Physical | Faultable)                                     \
+    (handle, size, prop, flags), DeviceAlloc | Physical | InitsDevice | Faultable)                                 \
   X(CUresult, cuMemRelease, cuMemRelease, (CUmemGenericAllocationHandle handle), (handle),               \
     DeviceFree | Physical)                                                                               \
   X(CUresult, cuMemMap, cuMemMap,                                                                        \
@@ -69,7 +71,7 @@
     (ptr, size, desc, count), 0)                                                                         \
   /* queries */                                                                                          \
   X(CUresult, cuMemGetInfo_v2, cuMemGetInfo_v2, (size_t * free, size_t* total), (free, total),           \
-    MemInfo)                                                                               \
+    MemInfo | InitsDevice)                                                                           \
   X(CUresult, cuGetProcAddress_v2, cuGetProcAddress_v2,                                                  \
     (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,                                  \
      CUdriverProcAddressQueryResult* symbolStatus),                                                      \
