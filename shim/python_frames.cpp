@@ -1,9 +1,11 @@
 // The calling thread's innermost Python frames, for call stacks (stacks.cpp): through the stable
 // CPython API when the thread holds the GIL, and by reading the interpreter's frame structures
-// directly (known layouts of CPython 3.11 to 3.13) when it released it. See python_frames.h.
+// directly (python_layout.h: CPython 3.10 to 3.14) when it released it. See python_frames.h.
 #include "python_frames.h"
 
-#include "recorder.h"
+#include "python_layout.h"
+#include "python_lines.h"
+#include "recorder_internal.h"
 #include "resolve.h"
 
 #include "python_paths.h"
@@ -96,26 +98,14 @@ uint32_t intern_attr(void* obj, const char* attr, bool* library = nullptr) {
 // ---- Python frames of a thread that released the GIL ----------------------------------------
 // PyTorch releases the GIL while its operators run, so the CUDA calls of a training step arrive
 // without it. The thread's own interpreter frames cannot change while it is inside this hook, so
-// they are read directly, for the CPython versions whose layouts are known (3.11, 3.12, 3.13;
-// offsets from their headers). Every read goes through process_vm_readv, so an unexpected
-// layout or a stale pointer gives no frames, never a fault; code and string objects are checked
-// against their type objects before use.
-struct Layout {
-  int minor;
-  size_t ts_frame;        // PyThreadState: cframe (3.11, 3.12) or current_frame (3.13)
-  bool via_cframe;
-  size_t cframe_current;  // _PyCFrame.current_frame
-  size_t f_code, f_previous, f_instr, f_owner;
-  size_t co_filename, co_name, co_firstlineno, co_linetable, co_code;
-  size_t ascii_size;      // sizeof(PyASCIIObject): where a compact ASCII string's text starts
-};
-constexpr Layout kLayouts[] = {
-    {11, 56, true, 8, 32, 48, 56, 69, 112, 120, 72, 136, 184, 48},
-    {12, 56, true, 0, 0, 8, 56, 70, 112, 120, 68, 136, 192, 40},
-    {13, 72, false, 0, 0, 8, 56, 70, 112, 120, 68, 136, 200, 40},
-};
-constexpr char kOwnedByCStack = 3;  // 3.12+: an entry frame of the C stack, not Python code
-const Layout* g_layout;
+// they are read directly, with the layout python_layout.h gives for the running CPython (fixed
+// tables for 3.10 to 3.12, CPython's own _Py_DebugOffsets for 3.13 and 3.14). Every read goes
+// through process_vm_readv, so an unexpected layout or a stale pointer gives no frames, never a
+// fault; code, string and bytes objects are checked against their type objects before use.
+PyLayout g_layout_storage;
+const PyLayout* g_layout;
+LayoutStatus g_layout_status;
+bool g_refuse_all;  // a free-threaded build: not even the API path (python_frames.h)
 
 bool peek(uintptr_t addr, void* out, size_t n) {
   if (addr == 0) return false;
@@ -131,62 +121,22 @@ bool peek_at(uintptr_t addr, T* v) {
 
 // A compact ASCII str's text, interned; 0 for anything else. *library: it names a library file.
 uint32_t peek_str(uintptr_t obj, bool* library = nullptr) {
+  const PyLayout& L = *g_layout;
   uintptr_t type = 0;
   int64_t length = 0;
   uint32_t state = 0;
-  if (!peek_at(obj + 8, &type) || type != g_py.unicode_type || !peek_at(obj + 16, &length) || !peek_at(obj + 32, &state)) {
+  if (!peek_at(obj + L.ob_type, &type) || type != g_py.unicode_type || !peek_at(obj + L.str_length, &length) ||
+      !peek_at(obj + L.str_state, &state)) {
     return 0;
   }
+  // The state bit field: interned (2 bits), kind (3), compact, ascii: the same from 3.10 to 3.14.
   bool compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
   if (!compact || !ascii || length < 0 || length > 1024) return 0;
   char buf[1025];
-  if (!peek(obj + g_layout->ascii_size, buf, size_t(length))) return 0;
+  if (!peek(obj + L.str_ascii_data, buf, size_t(length))) return 0;
   buf[length] = 0;
   if (library) *library = library_file(buf);
   return intern_string(buf);
-}
-
-// The line of code unit `lasti` in a 3.11+ location table (Objects/locations.md).
-int line_in_table(const uint8_t* buf, size_t n, int32_t line, int64_t lasti) {
-  size_t i = 0;
-  auto varint = [&]() {
-    uint64_t v = 0;
-    int shift = 0;
-    while (i < n) {
-      uint8_t b = buf[i++];
-      v |= uint64_t(b & 63) << shift;
-      shift += 6;
-      if (!(b & 64)) break;
-    }
-    return v;
-  };
-  auto svarint = [&]() {
-    uint64_t u = varint();
-    return (u & 1) ? -int64_t(u >> 1) : int64_t(u >> 1);
-  };
-  int64_t addr = 0;
-  while (i < n) {
-    uint8_t first = buf[i++];
-    if (!(first & 0x80)) return 0;  // lost track of the entries
-    int kind = (first >> 3) & 15;
-    int64_t length = (first & 7) + 1;
-    if (kind == 14) {
-      line += int32_t(svarint());
-      varint();
-      varint();
-      varint();
-    } else if (kind == 13) {
-      line += int32_t(svarint());
-    } else if (kind >= 10 && kind <= 12) {
-      line += kind - 10;
-      i += 2;
-    } else if (kind < 10) {
-      i += 1;
-    }
-    if (lasti < addr + length) return kind == 15 ? 0 : line;
-    addr += length;
-  }
-  return 0;
 }
 
 // What was learned about a code object, per thread, so that a stack taken again from the same
@@ -207,59 +157,130 @@ T field_at(const uint8_t* base, size_t off) {
   return v;
 }
 
-void pick_layout() {
-  if (g_py.version == nullptr || !g_py.code_type || !g_py.unicode_type || !g_py.bytes_type) return;
-  const char* v = g_py.version();  // "3.12.3 (main, ...": a static string
-  for (const Layout& l : kLayouts) {
-    if (v[0] == '3' && v[1] == '.' && atoi(v + 2) == l.minor) g_layout = &l;
-  }
+// PY_VERSION_HEX of the running interpreter: Py_Version (3.11+, the whole value), else the text of
+// Py_GetVersion() (major, minor, micro).
+uint32_t running_version() {
+  uint32_t hex = 0;
+  auto v = reinterpret_cast<uintptr_t>(real_dlsym(RTLD_DEFAULT, "Py_Version"));
+  if (v != 0 && peek_at(v, &hex) && (hex >> 24) == 3) return hex;  // unsigned long, little-endian
+  return g_py.version ? parse_py_version(g_py.version()) : 0;
 }
 
-int python_frames_raw(trace::PyFrame* out) {
-  if (g_layout == nullptr || g_py.this_thread_state == nullptr) return 0;
-  const Layout& L = *g_layout;
-  auto ts = reinterpret_cast<uintptr_t>(g_py.this_thread_state());
+// Appends `s` to buf[*n, cap - 1).
+void append(char* buf, size_t cap, size_t* n, const char* s) {
+  while (*s && *n + 1 < cap) buf[(*n)++] = *s++;
+}
+
+void append_number(char* buf, size_t cap, size_t* n, uint32_t v) {
+  char digits[12];
+  int k = 0;
+  do digits[k++] = char('0' + v % 10); while ((v /= 10) != 0 && k < 11);
+  while (k > 0 && *n + 1 < cap) buf[(*n)++] = digits[--k];
+}
+
+// The one line a process prints about its Python frames, and the stat that keeps the reason; put
+// together by hand (no stdio: this runs inside whichever hooked call took the first stack).
+void say_refused(uint32_t version) {
+  set_stat_max(trace::kStatPythonFramesRefused, uint64_t(g_layout_status));
+  if (g_config.quiet) return;
+  char buf[256];
+  size_t n = 0;
+  append(buf, sizeof buf, &n, "cuprobe: Python ");
+  append_number(buf, sizeof buf, &n, version >> 24);
+  append(buf, sizeof buf, &n, ".");
+  append_number(buf, sizeof buf, &n, (version >> 16) & 0xff);
+  append(buf, sizeof buf, &n, ": ");
+  append(buf, sizeof buf, &n, layout_status_text(g_layout_status));
+  append(buf, sizeof buf, &n, g_refuse_all || !g_py.ok ? "; stacks have native frames only\n"
+                                           : "; stacks of threads that released the GIL have native frames only\n");
+  (void)!write(STDERR_FILENO, buf, n);
+}
+
+void pick_layout() {
+  if (g_py.version == nullptr || !g_py.code_type || !g_py.unicode_type || !g_py.bytes_type) return;
+  uint32_t version = running_version();
+  g_layout_status = LayoutStatus::kUnknownVersion;
+  if (version >= 0x030d0000 && version < 0x030f0000) {
+    // 3.13 and 3.14: the offsets CPython publishes for debuggers, at the start of _PyRuntime.
+    auto runtime = reinterpret_cast<uintptr_t>(real_dlsym(RTLD_DEFAULT, "_PyRuntime"));
+    uint8_t blob[1024];
+    size_t size = debug_offsets_size(version);
+    g_layout_status = runtime != 0 && size <= sizeof blob && peek(runtime, blob, size)
+                          ? layout_from_debug_offsets(blob, size, version, &g_layout_storage)
+                          : LayoutStatus::kNoDebugOffsets;
+    if (g_layout_status == LayoutStatus::kOk) g_layout = &g_layout_storage;
+  } else if (const PyLayout* fixed = fixed_py_layout(version)) {
+    g_layout_status = LayoutStatus::kOk;
+    g_layout = fixed;
+  }
+  // No free-threaded build before 3.13; from 3.13 its debug offsets say so, and its version text
+  // (which is all there is when the offsets could not be read).
+  if (strstr(g_py.version(), "free-threading") != nullptr) {
+    g_layout_status = LayoutStatus::kFreeThreaded;
+    g_layout = nullptr;
+  }
+  g_refuse_all = g_layout_status == LayoutStatus::kFreeThreaded;
+  if (g_layout_status != LayoutStatus::kOk) say_refused(version);
+}
+
+// The innermost frame of thread state `ts`.
+uintptr_t innermost_frame(const PyLayout& L, uintptr_t ts) {
   uintptr_t frame = 0;
-  if (L.via_cframe) {
+  if (L.chain == FrameChain::kCFrame) {
     uintptr_t cframe = 0;
     if (!peek_at(ts + L.ts_frame, &cframe) || !peek_at(cframe + L.cframe_current, &frame)) return 0;
   } else if (!peek_at(ts + L.ts_frame, &frame)) {
     return 0;
   }
+  return frame;
+}
+
+// The line a frame is at: `instr` is f_lasti (3.10) or the instruction pointer (3.11+).
+int frame_line(const PyLayout& L, const CodeInfo& ci, uintptr_t code, uint64_t instr, int32_t first_line) {
   static __thread uint8_t table[8192];
+  if (ci.table_size <= 0) return 0;
+  size_t len = size_t(ci.table_size) < sizeof table ? size_t(ci.table_size) : sizeof table;
+  if (!peek(ci.linetable + L.bytes_data, table, len)) return 0;
+  if (L.lines == LineFormat::kLineTable310) {
+    return line_from_linetable_310(table, len, first_line, int64_t(int32_t(instr)) * 2);
+  }
+  uintptr_t start = code + L.co_code_adaptive;
+  int64_t unit = instr >= start ? int64_t(instr - start) / 2 : -1;
+  return unit < 0 ? first_line : line_from_locations(table, len, first_line, unit);
+}
+
+int python_frames_raw(trace::PyFrame* out) {
+  if (g_layout == nullptr || g_py.this_thread_state == nullptr) return 0;
+  const PyLayout& L = *g_layout;
+  uintptr_t frame = innermost_frame(L, reinterpret_cast<uintptr_t>(g_py.this_thread_state()));
+  bool heap = L.chain == FrameChain::kHeapFrames;
   int n = 0;
   for (int hops = 0; frame != 0 && n < kMaxPython && hops < 256; ++hops) {
-    uint8_t f[80];
-    if (!peek(frame, f, sizeof f)) break;
-    auto code = field_at<uintptr_t>(f, L.f_code);
-    auto instr = field_at<uintptr_t>(f, L.f_instr);
-    auto previous = field_at<uintptr_t>(f, L.f_previous);
-    char owner = field_at<char>(f, L.f_owner);
-    frame = previous;
-    uint8_t c[208];
-    if (owner == kOwnedByCStack || !peek(code, c, L.co_code) || field_at<uintptr_t>(c, 8) != g_py.code_type) continue;
+    uint8_t f[kMaxFrameRead];
+    if (!peek(frame, f, L.frame_read)) break;
+    uintptr_t code = field_at<uintptr_t>(f, L.f_code) & L.code_mask;
+    uint64_t instr = heap ? uint64_t(field_at<int32_t>(f, L.f_instr)) : field_at<uintptr_t>(f, L.f_instr);
+    frame = field_at<uintptr_t>(f, L.f_previous);
+    if (!heap && f[L.f_owner] >= kFirstForeignOwner) continue;  // an entry frame of the C stack
+    uint8_t c[kMaxCodeRead];
+    if (!peek(code, c, L.code_read) || field_at<uintptr_t>(c, L.ob_type) != g_py.code_type) continue;
     auto filename = field_at<uintptr_t>(c, L.co_filename);
     auto name = field_at<uintptr_t>(c, L.co_name);
     auto linetable = field_at<uintptr_t>(c, L.co_linetable);
     CodeInfo& ci = t_codes[(code >> 4) % kCodeSlots];
     if (ci.code != code || ci.filename != filename || ci.name != name || ci.linetable != linetable) {
-      uint8_t head[24];
-      bool bytes = peek(linetable, head, sizeof head) && field_at<uintptr_t>(head, 8) == g_py.bytes_type;
+      uintptr_t type = 0;
+      int64_t size = 0;
+      bool bytes = peek_at(linetable + L.ob_type, &type) && type == g_py.bytes_type &&
+                   peek_at(linetable + L.bytes_size, &size);
       bool library = true;
       uint32_t file_sid = peek_str(filename, &library);
-      ci = CodeInfo{code, filename, name, linetable, file_sid, peek_str(name), bytes ? field_at<int64_t>(head, 16) : 0,
-                    library};
+      ci = CodeInfo{code, filename, name, linetable, file_sid, peek_str(name), bytes ? size : 0, library};
     }
     if (ci.file_sid == 0) continue;
-    int line = 0;
-    if (ci.table_size > 0) {
-      size_t len = size_t(ci.table_size) < sizeof table ? size_t(ci.table_size) : sizeof table;
-      int64_t lasti = instr > code + L.co_code ? int64_t(instr - (code + L.co_code)) / 2 : 0;
-      if (peek(linetable + 32, table, len)) line = line_in_table(table, len, field_at<int32_t>(c, L.co_firstlineno), lasti);
-    }
     out[n].file = ci.file_sid;
     out[n].function = ci.name_sid;
-    out[n].line = line;
+    out[n].line = frame_line(L, ci, code, instr, field_at<int32_t>(c, L.co_firstlineno));
     out[n].pad = 0;
     ++n;
     if (!ci.library) break;  // the application's own line: what a stack needs from Python
@@ -281,7 +302,7 @@ int python_frames(trace::PyFrame* out) {
     pick_layout();
     __atomic_store_n(&g_py_probed, 2u, __ATOMIC_RELEASE);
   }
-  if (!g_py.ok || !g_py.is_initialized()) return 0;
+  if (!g_py.ok || g_refuse_all || !g_py.is_initialized()) return 0;
   if (g_py.gil_check() != 1) return python_frames_raw(out);
   // An exception being raised is left alone: the calls below could clobber it.
   if (g_py.err_occurred() != nullptr) return 0;

@@ -2,7 +2,9 @@
 // as interned string ids, and the line. They stop at the first frame of the application's own code
 // (not an installed package or the standard library: common/python_paths.h), the line a user can
 // change. Nothing here faults or blocks: without an interpreter, or with a CPython whose frame
-// layout is unknown while the thread has released the GIL, there are simply no frames.
+// layout is unknown (python_layout.h) while the thread has released the GIL, there are simply no
+// frames; a free-threaded CPython gets none at all. Either is said once (a line on stderr and the
+// trace's python_frames_refused statistic).
 #pragma once
 
 #include <stdint.h>

@@ -73,12 +73,17 @@ enum Stat : uint32_t {
   // stacks) lost because the file limit was reached even after the flight recorder's ring gave up
   // all the chunks it could spare.
   kStatKeptDropped = 9,
+  // Why Python frames are not read from threads that released the GIL (shim/python_layout.h
+  // LayoutStatus): 0 read (or no Python in the process), 1 unknown CPython version, 2 a
+  // free-threaded build (no Python frames at all), 3 no _Py_DebugOffsets, 4 its version is not
+  // the running one, 5 its offsets are out of bounds.
+  kStatPythonFramesRefused = 10,
   kStatCount = 16,
 };
 inline constexpr const char* kStatNames[kStatCount] = {
     "dropped_events", "missing_symbols", "duplicate_libraries", "trace_limit_hit",
     "grow_failures",  "mirror_full",     "fault_plan_rejected", "cap_table_full",
-    "stacks_untracked", "kept_dropped", nullptr, nullptr,
+    "stacks_untracked", "kept_dropped", "python_frames_refused", nullptr,
     nullptr,          nullptr,           nullptr,               nullptr};
 
 // Header features (FileHeader::features): what a reader must know to tell the file's coverage.

@@ -1,11 +1,15 @@
 // Call stacks: the native chain named in order (also from threads and from a library loaded with
-// dlopen), Python frames through ctypes while the GIL is held and none without it, the stack
-// modes, offline symbolization from another directory, and call sites in findings.
+// dlopen), Python frames through ctypes with the GIL held and released, on every interpreter of
+// CUPROBE_TEST_PYTHONS, the stack modes, offline symbolization from another directory, and call
+// sites in findings.
 #include <gtest/gtest.h>
+
+#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "support/run.h"
 
@@ -79,73 +83,160 @@ TEST(Stacks, NativeChainIsNamedInOrderFromThreadsAndDlopenedLibraries) {
   EXPECT_EQ(r.functions(plugin["stack"])[1], "main");
 }
 
-TEST(Stacks, PythonLinesWithAndWithoutTheGil) {
-  std::string script = program("stack_script.py");
-  int marker = 0, marker_nogil = 0;
-  {
-    std::ifstream in(script);
-    std::string line;
-    for (int n = 1; std::getline(in, line); ++n) {
-      if (line.find("STACK-LINE-GIL") != std::string::npos) marker = n;
-      if (line.find("STACK-LINE-NOGIL") != std::string::npos) marker_nogil = n;
+// The interpreters the Python tests run under: CUPROBE_TEST_PYTHONS (colon-separated), else those
+// found when the build was configured (tests/CMakeLists.txt: the system python3 and pyenv's CPython
+// 3.9 and later; 3.9 for a version without a layout). One that is not there (a build tree copied to another machine) is left out; at
+// least one must be.
+struct Interpreter {
+  std::string path;
+  int minor = 0;
+  bool free_threaded = false;
+  std::string version;
+  // Python frames are read from the interpreter's structures when it released the GIL.
+  bool frames_without_gil() const { return !free_threaded && minor >= 10 && minor <= 14; }
+};
+
+std::vector<Interpreter> test_pythons() {
+  const char* env = getenv("CUPROBE_TEST_PYTHONS");
+  std::string list = env && *env ? env : CUPROBE_DEFAULT_TEST_PYTHONS;
+  std::vector<Interpreter> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(':', start);
+    std::string path = list.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    start = end == std::string::npos ? list.size() + 1 : end + 1;
+    if (path.empty()) continue;
+    RunResult r = run({path, "-c",
+                       "import sys, sysconfig; print(sys.version_info[1], "
+                       "int(bool(sysconfig.get_config_var('Py_GIL_DISABLED'))), sys.version.split()[0])"});
+    if (r.status != 0) {
+      EXPECT_TRUE(env == nullptr || *env == 0) << path << " from CUPROBE_TEST_PYTHONS does not run: " << r.err;
+      continue;
     }
+    Interpreter i;
+    i.path = path;
+    std::istringstream in(r.out);
+    int ft = 0;
+    in >> i.minor >> ft >> i.version;
+    i.free_threaded = ft != 0;
+    out.push_back(i);
   }
-  ASSERT_GT(marker, 0);
-  ASSERT_GT(marker_nogil, 0);
-  Recorded r = record_stacks("python", {"python3", script, build_path("tests/programs/libstack_plugin.so")});
-  json with = malloc_of(r, 2 << 20);
+  EXPECT_FALSE(out.empty()) << "no Python interpreter among " << list;
+  return out;
+}
+
+int marker_line(const std::string& script, const std::string& marker) {
+  std::ifstream in(script);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n)
+    if (line.find(marker) != std::string::npos) return n;
+  return 0;
+}
+
+// stack_script.py under one interpreter (its own function, so that a failed assertion ends the
+// checks of this interpreter only).
+void check_script(const Interpreter& py, const std::string& script, int marker, int marker_nogil) {
+  Recorded r = record_stacks("python", {py.path, script, build_path("tests/programs/libstack_plugin.so")});
+  json header = of_type(r.lines, "process").at(0);
+  uint64_t refused = header["stats"].value("python_frames_refused", uint64_t(0));
+  json with = malloc_of(r, 2 << 20), without = malloc_of(r, 3 << 20);
   ASSERT_TRUE(with.contains("stack"));
+  ASSERT_TRUE(without.contains("stack"));
   const json& st = r.stacks.at(with["stack"]);
+  const json& st2 = r.stacks.at(without["stack"]);
+  EXPECT_EQ(st["native"][0]["function"], "helper_alloc");
+  EXPECT_EQ(st2["native"][0]["function"], "helper_alloc");
+  if (py.free_threaded) {
+    EXPECT_TRUE(st["python"].empty()) << "a free-threaded build is not read: native frames only";
+    EXPECT_TRUE(st2["python"].empty());
+    EXPECT_EQ(refused, 2u);
+    return;
+  }
+  if (py.minor < 10) {  // no PyGC_Disable, no known layout: native frames only, and no fault
+    EXPECT_TRUE(st["python"].empty()) << st.dump();
+    EXPECT_TRUE(st2["python"].empty()) << st2.dump();
+    EXPECT_EQ(refused, 1u) << "unknown version";
+    return;
+  }
   ASSERT_FALSE(st["python"].empty()) << st.dump();
   EXPECT_EQ(fs::path(st["python"][0]["file"].get<std::string>()).filename(), "stack_script.py");
   EXPECT_EQ(st["python"][0]["function"], "allocate_with_gil");
   EXPECT_EQ(st["python"][0]["line"], marker);
   EXPECT_EQ(st["python"].size(), 1u) << "Python frames stop at the application's own innermost line";
-  EXPECT_EQ(st["native"][0]["function"], "helper_alloc");
 
   // ctypes.CDLL released the GIL (as PyTorch does around its operators): the thread's frames are
-  // read from the interpreter's own structures (CPython 3.11 to 3.13; python3 here is one).
-  json without = malloc_of(r, 3 << 20);
-  ASSERT_TRUE(without.contains("stack"));
-  const json& st2 = r.stacks.at(without["stack"]);
-  int minor = std::stoi(run({"python3", "-c", "import sys; print(sys.version_info[1])"}).out);
-  if (minor < 11 || minor > 13) {
-    EXPECT_TRUE(st2["python"].empty()) << "no known frame layout for Python 3." << minor << ": native frames only";
+  // read from the interpreter's own structures, with the layout of its version.
+  if (!py.frames_without_gil()) {
+    EXPECT_TRUE(st2["python"].empty()) << "no frame layout for Python 3." << py.minor << ": native frames only";
+    EXPECT_EQ(refused, 1u) << "unknown version";
     return;
   }
+  EXPECT_EQ(refused, 0u);
   ASSERT_FALSE(st2["python"].empty()) << st2.dump();
+  EXPECT_EQ(fs::path(st2["python"][0]["file"].get<std::string>()), fs::path(script));
   EXPECT_EQ(st2["python"][0]["function"], "allocate_without_gil");
   EXPECT_EQ(st2["python"][0]["line"], marker_nogil);
   EXPECT_EQ(st2["python"].size(), 1u);
-  EXPECT_EQ(st2["native"][0]["function"], "helper_alloc");
 }
 
-TEST(Stacks, PythonFramesRunThroughLibrariesToTheApplicationsLine) {
-  // A package's frames (under site-packages) are kept until the first frame of the application.
-  std::string dir = fresh_dir("pylib");
-  fs::create_directories(dir + "/site-packages/fakelib");
-  std::ofstream(dir + "/site-packages/fakelib/__init__.py")
-      << "import ctypes\n"
-         "def inner(lib):\n"
-         "    return lib.helper_alloc(ctypes.c_size_t(2 << 20))\n"
-         "def outer(lib):\n"
-         "    return inner(lib)\n";
-  std::ofstream(dir + "/app.py") << "import ctypes, sys\n"
-                                    "import fakelib\n"
-                                    "def main():\n"
-                                    "    fakelib.outer(ctypes.CDLL(sys.argv[1]))\n"
-                                    "main()\n";
-  std::string out = dir + "/trace";
-  RunResult res = record(out, {"python3", dir + "/app.py", build_path("tests/programs/libstack_plugin.so")},
+TEST(Stacks, PythonLinesWithAndWithoutTheGil) {
+  std::string script = program("stack_script.py");
+  int marker = marker_line(script, "STACK-LINE-GIL"), marker_nogil = marker_line(script, "STACK-LINE-NOGIL");
+  ASSERT_GT(marker, 0);
+  ASSERT_GT(marker_nogil, 0);
+  for (const Interpreter& py : test_pythons()) {
+    SCOPED_TRACE(py.path + " (" + py.version + (py.free_threaded ? ", free-threaded)" : ")"));
+    check_script(py, script, marker, marker_nogil);
+  }
+}
+
+// A package's frames down to the application's, under one interpreter.
+void check_chain(const Interpreter& py, const std::string& dir) {
+  std::string out = fresh_dir("pylib-trace");
+  RunResult res = record(out, {py.path, dir + "/app.py", build_path("tests/programs/libstack_plugin.so")},
                          shim_env({{"PYTHONPATH", dir + "/site-packages"}}), {});
   ASSERT_EQ(res.status, 0) << res.err;
   auto stacks = of_type(dump(out), "stack");
   ASSERT_EQ(stacks.size(), 1u);
-  int minor = std::stoi(run({"python3", "-c", "import sys; print(sys.version_info[1])"}).out);
-  if (minor < 11 || minor > 13) GTEST_SKIP() << "no frame layout for Python 3." << minor;
   std::vector<std::string> fns;
-  for (const auto& f : stacks[0]["python"]) fns.push_back(f["function"].get<std::string>() + ":" + std::to_string(f["line"].get<int>()));
-  EXPECT_EQ(fns, (std::vector<std::string>{"inner:3", "outer:5", "main:4"}));
+  for (const auto& f : stacks[0]["python"])
+    fns.push_back(f["function"].get<std::string>() + ":" + std::to_string(f["line"].get<int>()));
+  if (!py.frames_without_gil()) {
+    EXPECT_TRUE(fns.empty());
+    return;
+  }
+  EXPECT_EQ(fns, (std::vector<std::string>{"inner:5", "outer:8", "main:5"}));
+  ASSERT_EQ(stacks[0]["python"].size(), 3u);
+  EXPECT_EQ(stacks[0]["python"][0]["file"], dir + "/site-packages/fakelib/__init__.py");
+  EXPECT_EQ(stacks[0]["python"][2]["file"], dir + "/app.py");
+}
+
+TEST(Stacks, PythonFramesRunThroughLibrariesToTheApplicationsLine) {
+  // A package's frames (under site-packages) are kept until the first frame of the application;
+  // the GIL is released (ctypes.CDLL), so they are read from the interpreter's structures.
+  std::string dir = fresh_dir("pylib");
+  fs::create_directories(dir + "/site-packages/fakelib");
+  // Each call sits below its function's first line, and `inner` is a method (its qualified name
+  // is not its name): a line or a name read from the wrong place shows.
+  std::ofstream(dir + "/site-packages/fakelib/__init__.py")
+      << "import ctypes\n"
+         "class Lib:\n"
+         "    def inner(self, lib):\n"
+         "        size = ctypes.c_size_t(2 << 20)\n"
+         "        return lib.helper_alloc(size)\n"
+         "def outer(lib):\n"
+         "    x = Lib()\n"
+         "    return x.inner(lib)\n";
+  std::ofstream(dir + "/app.py") << "import ctypes, sys\n"
+                                    "import fakelib\n"
+                                    "def main():\n"
+                                    "    lib = ctypes.CDLL(sys.argv[1])\n"
+                                    "    fakelib.outer(lib)\n"
+                                    "main()\n";
+  for (const Interpreter& py : test_pythons()) {
+    SCOPED_TRACE(py.path + " (" + py.version + ")");
+    check_chain(py, dir);
+  }
 }
 
 TEST(Stacks, ModesChooseWhichCallsCarryStacks) {
