@@ -108,6 +108,22 @@ for p in procs:
               f" -- {want} -- {'MATCH' if want and same else 'DIFFERS'}")
 py = [s for s in stacks if s.get("python")]
 print(f"stacks {len(stacks)}, with Python frames {len(py)}")
+# Each Python frame's line must lie in its function: the nearest `def NAME` at or above the line
+# (a decorator or a multi-line signature aside) names the recorded function; a wrong line or name
+# offset gives another function, or a line outside the file.
+import linecache, re
+checked = agree = 0
+for s in py:
+    for f in s["python"]:
+        if not f["file"].endswith(".py") or f["function"].startswith("<"):
+            continue
+        checked += 1
+        for n in range(f["line"], 0, -1):
+            m = re.match(r"\s*(?:async\s+)?def\s+(\w+)", linecache.getline(f["file"], n))
+            if m:
+                agree += m.group(1) == f["function"].split(".")[-1]
+                break
+print(f"Python frames whose line lies in the named function: {agree} of {checked}")
 for s in py[:3]:
     print("  ", [f"{f['file'].split('/')[-1]}:{f['function']}:{f['line']}" for f in s["python"]][:4])
 print("device records match nvidia-smi" if ok and procs else "DEVICE RECORDS DIFFER OR MISSING")
