@@ -850,6 +850,37 @@ void algo_divergence_causes() {
       }
     }
   }
+  {
+    // Measured on one H200 shared by two healthy DDP ranks (docs/dev/validation.md, issue 25,
+    // ddp-torchrun and ddp-spawn): one problem's engines differ and its measurements contradict,
+    // one of them far off: rank 1 timed rank 0's engine 13 times slower than rank 0 did (a single
+    // timing taken while the other rank's search ran), so the largest gap is past `clear_gap`,
+    // while the chosen plans add up to within 3% and the candidates both timed were timed alike.
+    // Timing noise: the processes do not even agree which engine is faster.
+    const Problem problems[3] = {conv(32, 64, 32), conv(32, 32, 64), conv(64, 16, 128)};
+    for (int rank = 0; rank < 2; ++rank) {
+      Trace t(uint32_t(1360 + rank), rank, "node0");
+      cuda13_h200(t);
+      std::vector<std::pair<Plan, Problem>> plans;
+      for (size_t k = 0; k < 3; ++k) {
+        std::vector<Candidate> cands = {{68, "tile_size=1,tilek=0", kMiB, 0.070, 0},
+                                        {68, "tile_size=5,tilek=0", kMiB, 0.075, 0},
+                                        {46, "tile_size=4,kblock=2", kMiB, 0.072, 0},
+                                        {38, "tile_size=0,tilek=2", 0, 0.140, 0}};
+        size_t winner = 0;
+        if (k == 0 && rank == 1) {  // engine 46 faster by its timing, rank 0's engine 68 an outlier
+          cands[0].ms = 0.900;
+          cands[2].ms = 0.068;
+          winner = 2;
+        }
+        plans.emplace_back(*t.search(problems[k], cands, winner), problems[k]);
+      }
+      for (int step = 0; step < 20; ++step) {
+        for (const auto& [plan, problem] : plans) steps(t, plan, problem, 1);
+      }
+      t.write("algo-divergence/quiet/contradicting-outlier/rank" + std::to_string(rank) + ".jsonl");
+    }
+  }
 }
 
 // env-drift: each file directly in fire/ is a process with a problem of its own; each directory a

@@ -250,6 +250,7 @@ void algo_divergence(const RuleSpec& spec, const AllFacts& all, const Emit& emit
     // order is within the noise of one timing).
     double gap = -1;
     bool contradict = false;
+    int far_measurers = 0;  // processes that themselves timed two of the choices past `clear_gap` apart
     std::vector<std::pair<Choice, const std::vector<size_t>*>> cs;
     for (const auto& [c, v] : by_choice) cs.emplace_back(c, &v);
     for (size_t a = 0; a < cs.size(); ++a) {
@@ -258,7 +259,9 @@ void algo_divergence(const RuleSpec& spec, const AllFacts& all, const Emit& emit
         for (const auto& p : all.processes) {
           double ta, tb;
           if (measured_both(p, hash, cs[a].first, cs[b].first, &ta, &tb)) {
-            gap = std::max(gap, std::fabs(ta - tb) / std::min(ta, tb));
+            double g = std::fabs(ta - tb) / std::min(ta, tb);
+            gap = std::max(gap, g);
+            far_measurers += g > clear_gap ? 1 : 0;
             (ta <= tb ? a_faster : b_faster)++;
           }
         }
@@ -268,7 +271,12 @@ void algo_divergence(const RuleSpec& spec, const AllFacts& all, const Emit& emit
     bool tie = gap >= 0 && (gap <= near_tie || (contradict && gap <= noise));
     (engine_diff ? engine_level : knob_level)++;
     engine_clear += engine_diff && !tie ? 1 : 0;
-    engine_far += engine_diff && !tie && gap > clear_gap ? 1 : 0;
+    // A far gap the processes contradict (each timed its own engine faster) that only one of them
+    // measured is one outlier timing, not a slower engine: two healthy ranks sharing an H200 timed
+    // a candidate 7.6x and 13x off while the other rank timed the two engines close and their
+    // chosen plans added up to within 3% (docs/dev/validation.md, issue 25). Far gaps measured by
+    // several processes in opposite directions are systematic: the "same" GPUs differ.
+    engine_far += engine_diff && !tie && gap > clear_gap && (!contradict || far_measurers >= 2) ? 1 : 0;
     near_ties += tie ? 1 : 0;
     contradicted += contradict ? 1 : 0;
     numerics += notes_diff ? 1 : 0;
