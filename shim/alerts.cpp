@@ -11,7 +11,7 @@
 // last half) made live, without the search bookkeeping the analyzer does afterwards. Until a job
 // with a few shape buckets has seen each of them, it looks exactly like a storm (every step a new
 // shape): the 20 s are there so that such a warm-up ends first (8 buckets of a small conv net on
-// an H200 took 10 s, docs/validation.md); one that takes longer gets the alert, which says what it
+// an H200 took 10 s, docs/dev/validation.md); one that takes longer gets the alert, which says what it
 // saw, and the analysis afterwards names the pattern. While new problems keep coming the alert
 // repeats every minute with its counts.
 #include "alerts.h"

@@ -284,7 +284,7 @@ struct Interceptor<kApi, Ret (*)(A...)> {
   }
 
   // A failed cudaMalloc leaves *devPtr NULL, a failed cuMemAlloc* *dptr 0, while a failed
-  // cuMemCreate leaves its handle alone (seen on an H200, docs/validation.md): an injected
+  // cuMemCreate leaves its handle alone (seen on an H200, docs/dev/validation.md): an injected
   // failure does the same.
   template <typename First, typename... Rest>
   static void clear_allocation(First first, Rest...) {

@@ -38,7 +38,7 @@ constexpr uint32_t kFirstSegmentChunks = 16;   // 1 MiB
 constexpr uint32_t kLargestSegmentChunks = 128;  // 8 MiB: what a finished trace can waste at its end
 
 // Chunks the helper thread maps and touches ahead of the writers: a first write to a fresh
-// page of a shared mapping costs 6-10 us in the VMs measured (docs/performance.md), which
+// page of a shared mapping costs 6-10 us in the VMs measured (docs/dev/performance.md), which
 // would otherwise land on the traced thread once every ~80 records.
 constexpr uint32_t kPrefaultAhead = 32;
 constexpr int kMadvPopulateWrite = 23;  // MADV_POPULATE_WRITE, absent from older headers
