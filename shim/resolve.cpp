@@ -16,7 +16,8 @@ namespace {
 constexpr int kLibraries = 6;  // indexed by trace::Library
 
 struct LibraryCopy {
-  void* handle;  // atomic
+  void* handle;  // atomic: published after path is written
+  int claimed;   // atomic: the one thread that writes path
   char path[4096];
 };
 LibraryCopy g_libs[kLibraries];
@@ -81,11 +82,17 @@ void* mapped_library_handle(trace::Library lib) {
   if (st.matches > 1) set_stat_max(trace::kStatDuplicateLibraries, uint64_t(st.matches));
   h = dlopen(st.first, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
   if (h == nullptr) return nullptr;
-  memcpy(copy.path, st.first, sizeof copy.path);
-  void* expected = nullptr;
-  if (!__atomic_compare_exchange_n(&copy.handle, &expected, h, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-    dlclose(h);  // another thread won; drop our extra reference
-    h = expected;
+  // Threads that get here at once (the first calls of several threads, each describing its
+  // device through the driver: driver_queries.cpp) find the same library, and dlopen hands each
+  // the same handle. One of them writes the path and publishes the handle, keeping its reference;
+  // the others drop theirs (the winner's keeps the library) and return the same handle. No lock:
+  // this runs inside wrapped calls, possibly under the loader's lock.
+  int unclaimed = 0;
+  if (__atomic_compare_exchange_n(&copy.claimed, &unclaimed, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    memcpy(copy.path, st.first, sizeof copy.path);
+    __atomic_store_n(&copy.handle, h, __ATOMIC_RELEASE);
+  } else {
+    dlclose(h);
   }
   return h;
 }

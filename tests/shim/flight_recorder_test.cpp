@@ -226,8 +226,10 @@ TEST(FlightRecorder, ACaptureWindowRecordsRoutineCallsOnlyInsideIt) {
   const json& cov = s.process()["coverage"];
   ASSERT_TRUE(cov.is_object()) << s.process().dump();
   // The delay counts from the shim's start, the trace's clock from a little later; under TSan that
-  // gap grew to 22 ms in CI (3ca4280).
-  EXPECT_NEAR(cov["window_from_s"].get<double>(), 1.0, CUPROBE_SANITIZED || CUPROBE_THREAD_SANITIZED ? 0.05 : 0.01);
+  // gap grew to 22 ms in CI (3ca4280), and to 78 ms on the 2-core VM once the runtime double
+  // opened the driver double and initialised it in its first call (issue 25's device queries):
+  // a sanitized dlopen in between.
+  EXPECT_NEAR(cov["window_from_s"].get<double>(), 1.0, CUPROBE_SANITIZED || CUPROBE_THREAD_SANITIZED ? 0.15 : 0.01);
   EXPECT_TRUE(cov["window_to_s"].is_null());
   // Only the copies and executions just after a search (kept with the search) are there.
   EXPECT_LT(s.calls("cudaMemcpyAsync") * 4, whole.calls("cudaMemcpyAsync"));
