@@ -419,6 +419,13 @@ void steps(Trace& t, const Plan& plan, const Problem& problem, int n, uint64_t s
   }
 }
 
+// `rounds` steps, each running every plan once in order (a model whose layers each have a plan).
+void interleaved_steps(Trace& t, const std::vector<std::pair<Plan, Problem>>& plans, int rounds) {
+  for (int step = 0; step < rounds; ++step) {
+    for (const auto& [plan, problem] : plans) steps(t, plan, problem, 1);
+  }
+}
+
 Trace research_storm() {
   {
     Trace fire(1001);
@@ -842,9 +849,7 @@ void algo_divergence_causes() {
           }
           plans.emplace_back(*t.search(problems[k], cands, winner), problems[k]);
         }
-        for (int step = 0; step < 20; ++step) {
-          for (const auto& [plan, problem] : plans) steps(t, plan, problem, 1);
-        }
+        interleaved_steps(t, plans, 20);
         t.write(std::string("algo-divergence/") + (disturbed ? "fire/disturbed-search" : "quiet/contradicting-timings") +
                 "/rank" + std::to_string(rank) + ".jsonl");
       }
@@ -875,9 +880,7 @@ void algo_divergence_causes() {
         }
         plans.emplace_back(*t.search(problems[k], cands, winner), problems[k]);
       }
-      for (int step = 0; step < 20; ++step) {
-        for (const auto& [plan, problem] : plans) steps(t, plan, problem, 1);
-      }
+      interleaved_steps(t, plans, 20);
       t.write("algo-divergence/quiet/contradicting-outlier/rank" + std::to_string(rank) + ".jsonl");
     }
   }
