@@ -17,7 +17,7 @@ cuprobe="$root/build/bin/cuprobe"
 run="$root/build/demo-run"
 rm -rf "$run"
 if command -v nvidia-smi >/dev/null 2>&1 && python3 -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-  echo "== recording examples/pytorch/convnet.py on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+  echo "== recording examples/pytorch/convnet.py on $(nvidia-smi --query-gpu=name --format=csv,noheader | sed -n 1p)"
   "$cuprobe" record -o "$run" -- python3 "$root/examples/pytorch/convnet.py" --sizes random --steps 30
 else
   echo "== no GPU with PyTorch here: replaying a convolution's cuDNN traffic with a new input shape"

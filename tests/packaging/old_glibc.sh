@@ -18,8 +18,10 @@
 set -euo pipefail
 chroot_dir="${1:?usage: old_glibc.sh CHROOT_DIR PACKAGES_DIR [RELEASE [MIRROR]]}"
 packages="$(readlink -f "${2:?packages dir}")"
-tarball="$(ls "$packages"/cuprobe-*-linux-*.tar.gz | grep -v -- '-debug\.tar\.gz$' | head -1)"
-deb="$(ls "$packages"/cuprobe_*.deb | head -1)"
+# `sed -n 1p`, not `head -1`: head exits after one line and, under pipefail, a writer with more
+# lines to write dies of SIGPIPE and fails the script (CI: exit 141 at `ldd --version | head -1`).
+tarball="$(ls "$packages"/cuprobe-*-linux-*.tar.gz | grep -v -- '-debug\.tar\.gz$' | sed -n 1p)"
+deb="$(ls "$packages"/cuprobe_*.deb | sed -n 1p)"
 [ -f "$tarball" ] && [ -f "$deb" ] || { echo "old_glibc: FAIL: no tarball or .deb in $packages" >&2; exit 1; }
 release="${3:-bullseye}"
 mirror="${4:-http://deb.debian.org/debian}"
@@ -39,14 +41,14 @@ if [ ! -x "$chroot_dir/usr/bin/python3" ]; then
   debootstrap "${gpg[@]}" --variant=minbase --include=python3 "$release" "$chroot_dir" "$mirror" \
     >"$chroot_dir.debootstrap.log" 2>&1 || { tail -20 "$chroot_dir.debootstrap.log"; fail "debootstrap $release"; }
 fi
-glibc="$(chroot "$chroot_dir" /usr/bin/ldd --version | head -1)"
+glibc="$(chroot "$chroot_dir" /usr/bin/ldd --version | sed -n 1p)"
 echo "old_glibc: $release chroot: $glibc; $(chroot "$chroot_dir" /usr/bin/python3 --version)"
 
 rm -rf "$chroot_dir/opt/cuprobe" "$chroot_dir/opt/cuda" "$chroot_dir/tmp/cuprobe-run"
 mkdir -p "$chroot_dir/opt/cuprobe" "$chroot_dir/opt/cuda/lib"
 tar -C "$chroot_dir/opt/cuprobe" --strip-components=1 -xzf "$tarball"
 for lib in libcudart.so.13 libcudnn.so.9 libcudnn_graph.so.9; do
-  src="$(ls "$cuda"/lib64/$lib "$cuda"/lib/$lib 2>/dev/null | head -1)"
+  src="$(ls "$cuda"/lib64/$lib "$cuda"/lib/$lib 2>/dev/null | sed -n 1p)"
   cp -L "$src" "$chroot_dir/opt/cuda/lib/$lib"
 done
 cat >"$chroot_dir/tmp/cuprobe-job.py" <<'EOF'
