@@ -26,8 +26,8 @@ int cmd_export(const Args& args);
 int cmd_report(const Args& args);
 int cmd_snapshot(const Args& args);
 int cmd_plans(const Args& args);
-// Plan files (cmds/plans.cpp), for record --pin-plans: the plans FILE holds (UsageError when it is
-// not a plan file), and merging a run's new plans into FILE (--pin-plans-learn).
+// Plan files (cmds/plans.cpp), for record --pin-plans: the plans FILE holds as the shim reads it
+// (UsageError with the shim's reason when the shim would not use it), and merging a run's new plans into FILE (--pin-plans-learn).
 size_t plans_count(const std::string& file);
 int plans_learn(const std::string& file, const std::string& run);
 

@@ -77,4 +77,45 @@ inline std::string truncate(std::string_view s, size_t max_bytes) {
   return std::string(s.substr(0, end)) + "\xe2\x80\xa6";
 }
 
+// The text as a terminal may show it: control characters (C0 but tab, DEL, C1 as UTF-8
+// U+0080-U+009F) become visible escapes (\n, \x1b, \u009b) and bytes that are not UTF-8 \xNN,
+// so that a host name or path from a trace cannot clear the screen, retitle the window, write
+// the clipboard (OSC 52) or forge a line of output; the bidirectional overrides and isolates
+// (U+202A-U+202E, U+2066-U+2069), which reorder what is shown, become \u escapes too. Printable
+// text is unchanged.
+inline std::string terminal_safe(std::string_view s) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  auto hex2 = [&](const char* prefix, unsigned v) {
+    out += prefix;
+    out += kHex[(v >> 4) & 15];
+    out += kHex[v & 15];
+  };
+  for (size_t i = 0; i < s.size();) {
+    size_t n = sequence_at(s, i);
+    auto c = static_cast<unsigned char>(s[i]);
+    if (n == 0) {
+      hex2("\\x", c);
+      ++i;
+      continue;
+    }
+    auto next = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+    if (n == 1 && (c < 0x20 || c == 0x7f) && c != '\t') {
+      if (c == '\n') out += "\\n";
+      else if (c == '\r') out += "\\r";
+      else hex2("\\x", c);
+    } else if (n == 2 && c == 0xc2 && next(1) < 0xa0) {
+      hex2("\\u00", next(1));
+    } else if (n == 3 && c == 0xe2 && ((next(1) == 0x80 && next(2) >= 0xaa && next(2) <= 0xae) ||
+                                       (next(1) == 0x81 && next(2) >= 0xa6 && next(2) <= 0xa9))) {
+      hex2("\\u20", unsigned(((next(1) & 0x3f) << 6 | (next(2) & 0x3f)) & 0xff));
+    } else {
+      out.append(s.data() + i, n);
+    }
+    i += n;
+  }
+  return out;
+}
+
 }  // namespace cuprobe::utf8

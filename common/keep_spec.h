@@ -20,6 +20,12 @@ namespace cuprobe {
 
 inline constexpr uint64_t kMinRingBytes = 1ull << 20;
 
+// CUPROBE_DELAY_S and CUPROBE_DURATION_S (record --delay, --duration): at most 100 years, so that
+// the window's end in nanoseconds cannot overflow. The shim ignores a larger value (with a
+// warning); record refuses it with the same words.
+inline constexpr uint64_t kMaxWindowSeconds = 100ull * 365 * 24 * 3600;
+#define CUPROBE_WINDOW_SECONDS_TEXT "a number of seconds up to 3153600000 (100 years)"
+
 // Reads a CUPROBE_KEEP value; false (and nothing written) when it is not one of the forms above.
 inline bool parse_keep(const char* s, trace::KeepMode* mode, uint64_t* ring_bytes) {
   if (s == nullptr) return false;

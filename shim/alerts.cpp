@@ -28,6 +28,7 @@
 #include "faults.h"
 #include "process_info.h"
 #include "recorder.h"
+#include "safe_files.h"
 
 namespace cuprobe::shim {
 
@@ -81,12 +82,14 @@ void who(char* buf, size_t n) {
 
 void write_line(const char* line, size_t len) {
   if (g_fd < 0 && g_file[0]) {
-    g_fd = open(g_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    // Never through a link, never blocking (a FIFO is refused), only into a directory no other
+    // user can change (common/safe_files.h): the job may run as root in a shared directory.
+    files::Why why;
+    g_fd = files::open_append(g_file, &why);
     if (g_fd < 0) {
       // Said once, on standard error, and alerts go there from now on.
-      char msg[4200];
-      int m = snprintf(msg, sizeof msg, "cuprobe: cannot write alerts to %s (%s); writing them here\n", g_file,
-                       strerror(errno));
+      char msg[800];
+      int m = snprintf(msg, sizeof msg, "cuprobe: cannot write alerts to a file: %s; writing them here\n", why.text);
       g_file[0] = 0;
       g_fd = 2;
       if (m > 0) (void)!::write(2, msg, size_t(m) < sizeof msg ? size_t(m) : sizeof msg - 1);

@@ -323,13 +323,6 @@ BackendFns backend_fns() {
       reinterpret_cast<decltype(&::cudnnBackendFinalize)>(real_function(ApiId::cudnnBackendFinalize))};
 }
 
-uint64_t plan_key(int64_t engine, const char* knobs_text) {
-  uint64_t h = 1469598103934665603ull;
-  for (int i = 0; i < 8; ++i) h = (h ^ uint8_t(uint64_t(engine) >> (8 * i))) * 1099511628211ull;
-  for (const char* c = knobs_text; *c; ++c) h = (h ^ uint8_t(*c)) * 1099511628211ull;
-  return h;
-}
-
 uint64_t cfg_key(EngineCfgState& cfg, void* cfg_desc) {
   if (!cfg.queried) query_cfg(cfg, cfg_desc);
   if (cfg.engine_index < 0) return 0;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "cudnn_mirror.h"
+#include "plan_pin_text.h"
 #include "cuprobe/problem.h"
 
 namespace cuprobe::shim {
@@ -58,7 +59,7 @@ ProblemLink heur_problem(const DescEntry& heur);
 // Plan pinning's identity of a configuration: the engine and the knob text the trace shows
 // (render_knobs of the sorted knob set), hashed. cfg_key asks cuDNN what the configuration holds
 // when the mirror does not know yet; 0 when that cannot be told.
-uint64_t plan_key(int64_t engine, const char* knobs_text);
+using pins::plan_key;  // common/plan_pin_text.h
 uint64_t cfg_key(EngineCfgState& cfg, void* cfg_desc);
 
 // Legacy problems, cached per thread by the raw descriptor states so that a repeated problem

@@ -21,6 +21,8 @@
 #include "problem_text.h"
 #include "process_info.h"
 #include "resolve.h"
+#include "plan_pin_text.h"
+#include "safe_files.h"
 #include "sys_stat.h"
 
 namespace cuprobe::shim {
@@ -29,28 +31,9 @@ bool g_pins_on = false;
 
 namespace {
 
-constexpr size_t kMaxFileBytes = size_t(64) << 20;
+using pins::Pin;
+static_assert(pins::kMaxPinKnobs == kMaxKnobs);
 constexpr int kMaxOffered = 96;  // candidates of one selection whose order is remembered
-
-struct Pin {
-  uint64_t hash;    // problem
-  uint64_t key;     // plan_key(engine, knobs) of the pinned configuration (backend)
-  int64_t engine;   // engine global index (backend) or algorithm (legacy)
-  int64_t cudnn;    // cuDNN version the plan was chosen with, 0 any
-  uint32_t align;   // smallest data alignment of the problem (backend), 0 any
-  uint32_t gpu;     // FNV-1a of the device name, 0 any
-  int32_t math;     // legacy math type
-  int32_t determinism;
-  float time_ms;
-  float search_ms;
-  uint8_t legacy;
-  uint8_t answerable;  // the knob text names known knobs: the shim can build the configuration
-  uint8_t n_knobs;
-  uint32_t broken;     // set once the pinned plan failed for real in this process
-  uint32_t filtered;   // set once the application passed the pinned configuration by (its filters)
-  int32_t knob_types[kMaxKnobs];
-  int64_t knob_values[kMaxKnobs];
-};
 
 Pin* g_pins;
 size_t g_n_pins;
@@ -83,150 +66,6 @@ uint32_t fnv32(const char* s) {
 
 void complain(const char* path, const char* what) {
   fprintf(stderr, "cuprobe: CUPROBE_PIN_PLANS=%s: %s; no plans are pinned\n", path, what);
-}
-
-bool parse_u64(const char* s, const char* end, int base, uint64_t* out) {
-  if (s == end) return false;
-  uint64_t v = 0;
-  for (; s < end; ++s) {
-    int d;
-    if (*s >= '0' && *s <= '9') d = *s - '0';
-    else if (base == 16 && *s >= 'a' && *s <= 'f') d = *s - 'a' + 10;
-    else if (base == 16 && *s >= 'A' && *s <= 'F') d = *s - 'A' + 10;
-    else return false;
-    if (v > (UINT64_MAX - uint64_t(d)) / uint64_t(base)) return false;
-    v = v * uint64_t(base) + uint64_t(d);
-  }
-  *out = v;
-  return true;
-}
-
-bool parse_i64(const char* s, const char* end, int64_t* out) {
-  bool neg = s < end && *s == '-';
-  uint64_t v = 0;
-  if (!parse_u64(s + (neg ? 1 : 0), end, 10, &v) || v > uint64_t(INT64_MAX)) return false;
-  *out = neg ? -int64_t(v) : int64_t(v);
-  return true;
-}
-
-bool parse_ms(const char* s, const char* end, float* out) {
-  char buf[32];
-  size_t n = size_t(end - s);
-  if (n == 0 || n >= sizeof buf) return false;
-  memcpy(buf, s, n);
-  buf[n] = 0;
-  char* stop = nullptr;
-  double v = strtod(buf, &stop);
-  if (stop != buf + n || !(v >= -1 && v < 1e9)) return false;
-  *out = float(v);
-  return true;
-}
-
-// The knob text of a pin ("tile_size=4,stages=3", names as render_knobs writes them, "k<type>" for
-// knobs without a name) as knob types and values; false when a word is not one render_knobs writes.
-bool parse_knobs(const char* text, Pin* p) {
-  p->n_knobs = 0;
-  for (const char* s = text; *s;) {
-    const char* eq = strchr(s, '=');
-    if (eq == nullptr || eq == s || p->n_knobs >= kMaxKnobs) return false;
-    const char* end = strchr(eq, ',');
-    if (end == nullptr) end = eq + strlen(eq);
-    int type = -1;
-    size_t len = size_t(eq - s);
-    for (int k = 0; k < CUDNN_KNOB_TYPE_COUNTS && type < 0; ++k) {
-      const char* name = knob_text(k);
-      if (name && strlen(name) == len && memcmp(name, s, len) == 0) type = k;
-    }
-    uint64_t u = 0;
-    if (type < 0 && len > 1 && *s == 'k' && parse_u64(s + 1, eq, 10, &u) && u < 4096) type = int(u);
-    int64_t value = 0;
-    if (type < 0 || !parse_i64(eq + 1, end, &value)) return false;
-    p->knob_types[p->n_knobs] = type;
-    p->knob_values[p->n_knobs] = value;
-    p->n_knobs++;
-    s = *end ? end + 1 : end;
-  }
-  return true;
-}
-
-// One "pin" string: space-separated KEY=VALUE words (docs/plan-pinning.md).
-bool parse_pin(const char* s, const char* end, Pin* p) {
-  memset(p, 0, sizeof *p);
-  p->engine = -1;
-  p->math = -1;
-  p->determinism = -1;
-  p->time_ms = -1;
-  p->search_ms = -1;
-  bool has_hash = false, has_engine = false, has_kind = false;
-  char knobs[512] = "";
-  while (s < end) {
-    while (s < end && *s == ' ') ++s;
-    const char* w = s;
-    while (s < end && *s != ' ') ++s;
-    if (w == s) break;
-    const char* eq = static_cast<const char*>(memchr(w, '=', size_t(s - w)));
-    if (eq == nullptr) return false;
-    const char* v = eq + 1;
-    uint64_t u = 0;
-    int64_t i = 0;
-    switch (eq - w == 1 ? *w : 0) {
-      case 'h': if (!parse_u64(v, s, 16, &p->hash)) return false; has_hash = true; break;
-      case 'a': if (!parse_u64(v, s, 10, &u) || u > UINT32_MAX) return false; p->align = uint32_t(u); break;
-      case 'g': if (!parse_u64(v, s, 16, &u) || u > UINT32_MAX) return false; p->gpu = uint32_t(u); break;
-      case 'v': if (!parse_i64(v, s, &p->cudnn)) return false; break;
-      case 'e': if (!parse_i64(v, s, &p->engine)) return false; has_engine = true; break;
-      case 'm': if (!parse_i64(v, s, &i)) return false; p->math = int32_t(i); break;
-      case 'd': if (!parse_i64(v, s, &i)) return false; p->determinism = int32_t(i); break;
-      case 't': if (!parse_ms(v, s, &p->time_ms)) return false; break;
-      case 'c': if (!parse_ms(v, s, &p->search_ms)) return false; break;
-      case 'k':
-        if (size_t(s - v) >= sizeof knobs) return false;
-        memcpy(knobs, v, size_t(s - v));
-        knobs[s - v] = 0;
-        break;
-      case 's':
-        if (s - v == 7 && memcmp(v, "backend", 7) == 0) p->legacy = 0;
-        else if (s - v == 6 && memcmp(v, "legacy", 6) == 0) p->legacy = 1;
-        else return false;
-        has_kind = true;
-        break;
-      default: break;  // words of newer writers
-    }
-  }
-  if (!has_hash || !has_engine || !has_kind) return false;
-  p->key = plan_key(p->engine, knobs);
-  p->answerable = !p->legacy && parse_knobs(knobs, p) ? 1 : 0;
-  return true;
-}
-
-// Calls `f(begin, end)` for each "pin" string of the file's text; false when one is malformed.
-template <typename F>
-bool each_pin_string(const char* text, size_t len, F f) {
-  const char* end = text + len;
-  for (const char* s = text; (s = static_cast<const char*>(memmem(s, size_t(end - s), "\"pin\"", 5))) != nullptr;) {
-    s += 5;
-    while (s < end && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')) ++s;
-    if (s >= end || *s != ':') continue;  // the word as a value, not a key
-    ++s;
-    while (s < end && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')) ++s;
-    if (s >= end || *s != '"') return false;
-    const char* b = ++s;
-    while (s < end && *s != '"' && *s != '\\') ++s;
-    if (s >= end || *s != '"') return false;
-    if (!f(b, s)) return false;
-  }
-  return true;
-}
-
-void sort_pins(Pin* p, size_t n) {
-  for (size_t gap = n / 2; gap > 0; gap /= 2) {
-    for (size_t i = gap; i < n; ++i) {
-      Pin tmp = p[i];
-      size_t j = i;
-      for (; j >= gap && p[j - gap].hash > tmp.hash; j -= gap) p[j] = p[j - gap];
-      p[j] = tmp;
-    }
-  }
 }
 
 int64_t cudnn_version() {
@@ -490,61 +329,71 @@ bool fill_config(const Pin& pin, void* graph, void* handle, void* cfg) {
   return done;
 }
 
+// The pins of a plan file's text into g_pins; a warning when the shim cannot use the file.
+void load_pins(const char* path, const char* text, size_t len) {
+  size_t n = 0, bad_at = 0;
+  if (!pins::parse_pins(text, len, nullptr, &n, &bad_at)) {
+    char what[160];
+    snprintf(what, sizeof what, "a \"pin\" string near byte %zu is not one cuprobe plans export writes", bad_at);
+    complain(path, what);
+    return;
+  }
+  if (n == 0) {
+    complain(path, "no \"pin\" entries (write the file with cuprobe plans export)");
+    return;
+  }
+  void* mem = mmap(nullptr, n * sizeof(Pin), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    complain(path, strerror(errno));
+    return;
+  }
+  g_pins = static_cast<Pin*>(mem);
+  pins::parse_pins(text, len, g_pins, &g_n_pins, &bad_at);
+  pins::sort_pins(g_pins, g_n_pins);
+  g_pins_on = true;
+}
+
 }  // namespace
 
 void pins_configure() {
   const char* path = getenv("CUPROBE_PIN_PLANS");
   if (path == nullptr || *path == 0) return;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  struct stat st;
-  if (fd < 0 || fd_status(fd, &st) != 0) {
-    complain(path, strerror(errno));
-    if (fd >= 0) close(fd);
-    return;
-  }
-  if (size_t(st.st_size) > kMaxFileBytes || st.st_size <= 0) {
-    complain(path, st.st_size <= 0 ? "the file is empty" : "the file is larger than 64 MiB");
+  // Read into private memory, never mapped from the file: a plan file rewritten in place while
+  // jobs start (cp new.json plans.json) would otherwise kill them with SIGBUS. A file replaced
+  // atomically (rename) is read whole, old or new; one that changes while it is read is read
+  // again.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    files::Why why;
+    uint64_t size = 0;
+    int fd = files::open_input(path, pins::kMaxPlanFileBytes, &size, &why);
+    if (fd < 0) {
+      complain(path, why.text);
+      return;
+    }
+    if (size == 0) {
+      close(fd);
+      complain(path, "the file is empty");
+      return;
+    }
+    void* buf = mmap(nullptr, size_t(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED) {
+      close(fd);
+      complain(path, strerror(errno));
+      return;
+    }
+    struct stat before, after;
+    bool whole = fd_status(fd, &before) == 0 && files::read_exact(fd, static_cast<char*>(buf), size) &&
+                 fd_status(fd, &after) == 0 && uint64_t(after.st_size) == size &&
+                 after.st_mtim.tv_sec == before.st_mtim.tv_sec && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec;
     close(fd);
-    return;
-  }
-  size_t len = size_t(st.st_size);
-  void* map = mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
-  if (map == MAP_FAILED) {
-    complain(path, strerror(errno));
-    return;
-  }
-  const char* text = static_cast<const char*>(map);
-  size_t n = 0;
-  Pin scratch;
-  size_t bad_at = 0;
-  bool ok = each_pin_string(text, len, [&](const char* b, const char* e) {
-    if (!parse_pin(b, e, &scratch)) {
-      bad_at = size_t(b - text);
-      return false;
+    if (whole) {
+      load_pins(path, static_cast<const char*>(buf), size_t(size));
+      munmap(buf, size_t(size));
+      return;
     }
-    ++n;
-    return true;
-  });
-  if (!ok) {
-    char what[160];
-    snprintf(what, sizeof what, "a \"pin\" string near byte %zu is not one cuprobe plans export writes", bad_at);
-    complain(path, what);
-  } else if (n == 0) {
-    complain(path, "no \"pin\" entries (write the file with cuprobe plans export)");
-  } else {
-    void* mem = mmap(nullptr, n * sizeof(Pin), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem != MAP_FAILED) {
-      g_pins = static_cast<Pin*>(mem);
-      each_pin_string(text, len, [&](const char* b, const char* e) {
-        parse_pin(b, e, &g_pins[g_n_pins++]);
-        return true;
-      });
-      sort_pins(g_pins, g_n_pins);
-      g_pins_on = true;
-    }
+    munmap(buf, size_t(size));
   }
-  munmap(map, len);
+  complain(path, "the file kept changing while it was read");
 }
 
 void write_pin_property() {

@@ -20,6 +20,7 @@
 
 #include "clock.h"
 #include "process_info.h"
+#include "safe_files.h"
 #include "sys_stat.h"
 
 namespace cuprobe::shim {
@@ -163,6 +164,11 @@ bool start_trace_locked() {
   if (!make_run_dir(g_config.out_dir, &why)) {
     say("cuprobe: cannot use run directory %s: %s; this process is not traced\n", g_config.out_dir, why);
     return false;
+  }
+  // `cuprobe record` refuses such a directory; under plain LD_PRELOAD the job is traced as asked,
+  // and told (once per process) that others could change or read its traces there.
+  if (files::Why unsafe; !files::private_dir(g_config.out_dir, &unsafe)) {
+    say("cuprobe: warning: run directory %s is not private: %s\n", g_config.out_dir, unsafe.text);
   }
   int fd = create_trace_file(g_trace.path, sizeof g_trace.path);
   if (fd < 0) {

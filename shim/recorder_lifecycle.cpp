@@ -165,10 +165,11 @@ void do_configure() {
       g_config.keep = trace::KeepMode::kAuto;
     }
   }
-  constexpr uint64_t kMaxWindowS = 100ull * 365 * 24 * 3600;
-  g_config.delay_ns = env_number("CUPROBE_DELAY_S", 0, kMaxWindowS, 0, "a number of seconds", "no delay") * 1000000000ull;
-  g_config.duration_ns =
-      env_number("CUPROBE_DURATION_S", 1, kMaxWindowS, 0, "a number of seconds from 1", "no end") * 1000000000ull;
+  g_config.delay_ns =
+      env_number("CUPROBE_DELAY_S", 0, kMaxWindowSeconds, 0, CUPROBE_WINDOW_SECONDS_TEXT, "no delay") * 1000000000ull;
+  g_config.duration_ns = env_number("CUPROBE_DURATION_S", 1, kMaxWindowSeconds, 0,
+                                    CUPROBE_WINDOW_SECONDS_TEXT ", from 1", "no end") *
+                         1000000000ull;
   nvtx_window_configure();
   g_launch_events = env_bool("CUPROBE_LAUNCH_EVENTS");
   static const char* const kClocks[] = {"auto", "monotonic", "tsc", "counter", nullptr};

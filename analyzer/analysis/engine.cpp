@@ -289,7 +289,44 @@ json findings_json(const std::vector<Finding>& findings) {
   return out;
 }
 
-void print_report(const Report& r, bool color, FILE* out) {
+json terminal_json(const json& j) {
+  if (j.is_string()) return utf8::terminal_safe(j.get_ref<const std::string&>());
+  if (j.is_array()) {
+    json a = json::array();
+    for (const auto& e : j) a.push_back(terminal_json(e));
+    return a;
+  }
+  if (j.is_object()) {
+    json o = json::object();
+    for (auto it = j.begin(); it != j.end(); ++it) o[utf8::terminal_safe(it.key())] = terminal_json(it.value());
+    return o;
+  }
+  return j;
+}
+
+namespace {
+
+// The report with every text that can hold a trace's bytes made safe for a terminal. A finding's
+// message is one line (no rule writes a line break), so a line break in it came from a trace.
+Report for_terminal(const Report& raw) {
+  Report r = raw;
+  r.summary = terminal_json(raw.summary);
+  for (auto& w : r.warnings) w = utf8::terminal_safe(w);
+  for (auto& f : r.findings) {
+    f.title = utf8::terminal_safe(f.title);
+    f.message = utf8::terminal_safe(f.message);
+    f.fix = utf8::terminal_safe(f.fix);
+    f.evidence = terminal_json(f.evidence);
+    for (auto& p : f.problems) p = utf8::terminal_safe(p);
+    for (auto& c : f.call_sites) c = utf8::terminal_safe(c);
+  }
+  return r;
+}
+
+}  // namespace
+
+void print_report(const Report& raw, bool color, FILE* out) {
+  const Report r = for_terminal(raw);
   auto paint = [&](const char* code, const std::string& s) {
     return color ? fmt::format("\033[{}m{}\033[0m", code, s) : s;
   };

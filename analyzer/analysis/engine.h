@@ -41,6 +41,10 @@ struct Report {
 Result<Report> analyze(const AnalyzeOptions& options);
 
 nlohmann::json findings_json(const std::vector<Finding>& findings);
+// Prints the report as text; every string that can hold a trace's bytes is made safe for a
+// terminal first (control characters escaped: utf8::terminal_safe).
 void print_report(const Report& report, bool color, FILE* out);
+// Every string of `j`, keys included, as a terminal may show it (utf8::terminal_safe).
+nlohmann::json terminal_json(const nlohmann::json& j);
 
 }  // namespace cuprobe::analysis

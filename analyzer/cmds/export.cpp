@@ -13,7 +13,9 @@
 
 #include "analysis/common.h"
 #include "cli.h"
+#include "cmds/output_file.h"
 #include "export/export.h"
+#include "utf8.h"
 
 namespace cuprobe::cli {
 
@@ -102,37 +104,6 @@ class ProgressLine {
   bool shown_ = false;
 };
 
-// The partial output, removed when the export is stopped by a signal (Ctrl-C, a job's time
-// limit): written before the handlers are installed, read only by them.
-char g_partial[4096];
-
-void remove_partial_and_die(int sig) {
-  if (g_partial[0] != '\0') unlink(g_partial);
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
-
-// Installs the handlers for the duration of a write.
-class PartialFileGuard {
- public:
-  explicit PartialFileGuard(const std::string& path) {
-    if (path.size() >= sizeof g_partial) return;  // not removed on a signal; nothing else changes
-    std::copy(path.begin(), path.end(), g_partial);
-    g_partial[path.size()] = '\0';
-    for (size_t i = 0; i < kCount; ++i) old_[i] = signal(kSignals[i], remove_partial_and_die);
-  }
-  ~PartialFileGuard() {
-    if (g_partial[0] == '\0') return;
-    for (size_t i = 0; i < kCount; ++i) signal(kSignals[i], old_[i]);
-    g_partial[0] = '\0';
-  }
-
- private:
-  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
-  static constexpr size_t kCount = sizeof kSignals / sizeof kSignals[0];
-  sighandler_t old_[kCount] = {};
-};
-
 struct Common {
   analysis::AnalyzeOptions analyze;
   std::string output;
@@ -150,14 +121,8 @@ void common_options(OptionParser& options, Common& c) {
 // Analyzes, then runs the writer; prints what was written. `what` names the command.
 int run_writer(const char* what, Common& c,
                Result<exporter::ExportStats> (*writer)(const exporter::ExportJob&, const std::string&)) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path out(c.output);
-  if (fs::is_directory(out, ec)) throw UsageError(fmt::format("-o {}: is a directory; name a file", c.output));
-  fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
-  if (!fs::is_directory(parent, ec)) {
-    throw UsageError(fmt::format("-o {}: directory {} does not exist", c.output, parent.string()));
-  }
+  // Checked, and the temporary beside it created, before the analysis: a wrong -o is said at once.
+  OutputFile file("-o", c.output);
   auto start = std::chrono::steady_clock::now();
   auto report = analysis::analyze(c.analyze);
   if (!report) {
@@ -172,21 +137,14 @@ int run_writer(const char* what, Common& c,
   job.walk.warnings = &warnings;
   ProgressLine progress(!c.quiet && isatty(2) != 0, what);
   job.walk.progress = [&](uint64_t done, uint64_t total) { progress(done, total); };
-  // Written next to the output and renamed over it at the end: an interrupted export leaves no
-  // half-written file under the name asked for.
-  std::string tmp = c.output + ".part";
-  PartialFileGuard guard(tmp);
-  auto stats = writer(job, tmp);
+  auto stats = writer(job, file.temp());
   progress.done();
   if (!stats) {
-    fs::remove(tmp, ec);
     fmt::print(stderr, "cuprobe {}: {}\n", what, stats.error().message);
     return kExitUsage;
   }
-  fs::rename(tmp, out, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    fmt::print(stderr, "cuprobe {}: cannot write {}: {}\n", what, c.output, ec.message());
+  if (std::string err = file.commit(); !err.empty()) {
+    fmt::print(stderr, "cuprobe {}: cannot write {}: {}\n", what, c.output, err);
     return kExitUsage;
   }
   // The analysis and the walk read the same inputs: a damaged trace is named once.
@@ -195,7 +153,7 @@ int run_writer(const char* what, Common& c,
       job.report.warnings.push_back(w);
     }
   }
-  for (const auto& w : job.report.warnings) fmt::print(stderr, "cuprobe {}: note: {}\n", what, w);
+  for (const auto& w : job.report.warnings) fmt::print(stderr, "cuprobe {}: note: {}\n", what, utf8::terminal_safe(w));
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print(stderr, "cuprobe {}: wrote {} ({}): {} process{}, {} calls, {} items, {} finding{} in {:.2f} s\n", what,
              c.output, analysis::human_bytes(stats->bytes), stats->processes, stats->processes == 1 ? "" : "es",

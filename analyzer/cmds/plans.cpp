@@ -22,6 +22,10 @@
 
 #include "analysis/facts.h"
 #include "cli.h"
+#include "cmds/output_file.h"
+#include "plan_pin_text.h"
+#include "analysis/engine.h"
+#include "utf8.h"
 #include "cuprobe/trace_format.h"
 #include "trace/reader.h"
 
@@ -166,11 +170,10 @@ json plan_json(const Plan& p) {
 
 // A plan file's plans; throws UsageError naming the file and the entry when it is not one.
 std::vector<Plan> read_plan_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError(fmt::format("cannot read '{}'", path));
+  std::string text = read_input_file("plan file", path, pins::kMaxPlanFileBytes);
   json j;
   try {
-    j = json::parse(in);
+    j = json::parse(text);
   } catch (const json::exception& e) {
     throw UsageError(fmt::format("'{}' is not JSON: {}", path, e.what()));
   }
@@ -324,7 +327,7 @@ int plans_export(const Args& args) {
   std::vector<std::string> warnings;
   size_t pinned_skipped = 0;
   size_t found = plans_of_runs(runs, plans, warnings, &pinned_skipped);
-  for (const auto& w : warnings) fmt::print(stderr, "cuprobe plans: note: {}\n", w);
+  for (const auto& w : warnings) fmt::print(stderr, "cuprobe plans: note: {}\n", utf8::terminal_safe(w));
   if (plans.empty()) {
     fmt::print(stderr,
                "cuprobe plans: no plan selection in {}: the runs made no cuDNN plan choice that the trace holds "
@@ -345,15 +348,15 @@ int plans_export(const Args& args) {
     list.push_back(plan_json(p));
   }
   doc["plans"] = std::move(list);
-  std::string tmp = out + ".tmp";
   {
-    std::ofstream o(tmp, std::ios::trunc);
-    if (!o) throw UsageError(fmt::format("cannot write '{}'", tmp));
-    o << doc.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
-    if (!o) throw UsageError(fmt::format("cannot write '{}'", tmp));
+    OutputFile file("-o", out);
+    {
+      std::ofstream o(file.temp(), std::ios::trunc);
+      o << doc.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
+      if (!o.flush()) throw UsageError(fmt::format("cannot write '{}'", out));
+    }
+    if (std::string err = file.commit(); !err.empty()) throw UsageError(fmt::format("cannot write '{}': {}", out, err));
   }
-  fs::rename(tmp, out, ec);
-  if (ec) throw UsageError(fmt::format("cannot write '{}': {}", out, ec.message()));
   if (!quiet) {
     fmt::print(stderr, "cuprobe plans: {} plans ({} selections{}{}) -> {}{}\n", plans.size(), found,
                kept ? fmt::format(", {} kept from the file", kept) : "",
@@ -371,9 +374,14 @@ int plans_show(const Args& args) {
   if (!options.parse(args, &files)) return kExitOk;
   if (files.size() != 1) throw UsageError("usage: cuprobe plans show FILE");
   std::vector<Plan> plans = read_plan_file(files[0]);
+  // A plan file comes from elsewhere: nothing in it reaches the terminal raw.
+  for (auto& p : plans) {
+    for (std::string* s : {&p.problem, &p.knobs, &p.gpu, &p.mode, &p.from.run}) *s = utf8::terminal_safe(*s);
+    for (auto& c : p.conflicts) c = analysis::terminal_json(c);
+  }
   std::map<std::pair<std::string, int64_t>, int> groups;
   for (const auto& p : plans) ++groups[{p.gpu, p.cudnn}];
-  fmt::print("{}: {} plans\n", files[0], plans.size());
+  fmt::print("{}: {} plans\n", utf8::terminal_safe(files[0]), plans.size());
   for (const auto& [g, n] : groups) {
     fmt::print("  {} plans for {} with cuDNN {}\n", n, g.first.empty() ? "an unknown GPU" : g.first,
                g.second > 0 ? fmt::format("{}.{}.{}", g.second / 10000, g.second / 100 % 100, g.second % 100) : "?");
@@ -418,6 +426,20 @@ int plans_learn(const std::string& file, const std::string& run) {
 }
 
 // Used by `record --pin-plans`: how many plans FILE holds (throws UsageError when it is not a plan file).
-size_t plans_count(const std::string& file) { return read_plan_file(file).size(); }
+// The shim's own reading of the file (common/plan_pin_text.h), with its words: what record says
+// is what the job will do.
+size_t plans_count(const std::string& file) {
+  std::string text = read_input_file("plan file", file, pins::kMaxPlanFileBytes);
+  if (text.empty()) throw UsageError(fmt::format("plan file {}: the file is empty", file));
+  size_t n = 0, bad_at = 0;
+  if (!pins::parse_pins(text.data(), text.size(), nullptr, &n, &bad_at)) {
+    throw UsageError(fmt::format("plan file {}: a \"pin\" string near byte {} is not one cuprobe plans export writes",
+                                 file, bad_at));
+  }
+  if (n == 0) {
+    throw UsageError(fmt::format("plan file {}: no \"pin\" entries (write the file with cuprobe plans export)", file));
+  }
+  return n;
+}
 
 }  // namespace cuprobe::cli

@@ -28,6 +28,8 @@
 
 #include "bytes_text.h"
 #include "cli.h"
+#include "cmds/output_file.h"
+#include "safe_files.h"
 #include "fault_plan.h"
 #include "faults/plan_builder.h"
 #include "keep_spec.h"
@@ -197,6 +199,11 @@ bool is_keep(const std::string& v) {
   return parse_keep(v.c_str(), &mode, &bytes);
 }
 bool is_positive(const std::string& v) { return is_number(v) && v.find_first_not_of('0') != std::string::npos; }
+bool is_window_seconds(const std::string& v) {
+  uint64_t n = 0;
+  return decimal(v, &n) && n <= kMaxWindowSeconds;
+}
+bool is_window_length(const std::string& v) { return is_positive(v) && is_window_seconds(v); }
 bool is_alerts(const std::string& v) {
   return v == "on" || v == "off" || v == "1" || v == "0" || v == "stderr" || (v.rfind("file:", 0) == 0 && v.size() > 5);
 }
@@ -220,8 +227,8 @@ constexpr ShimVariable kShimVariables[] = {
     {"CUPROBE_ALERTS_STORM_S", "a number of seconds", is_number},
     {"CUPROBE_ALERTS_STORM_NEW", "a number of new problems", is_number},
     {"CUPROBE_KEEP", kKeepExpected, is_keep},
-    {"CUPROBE_DELAY_S", "a number of seconds", is_number},
-    {"CUPROBE_DURATION_S", "a number of seconds from 1", is_positive},
+    {"CUPROBE_DELAY_S", CUPROBE_WINDOW_SECONDS_TEXT, is_window_seconds},
+    {"CUPROBE_DURATION_S", CUPROBE_WINDOW_SECONDS_TEXT ", from 1", is_window_length},
 };
 
 using EnvList = std::vector<std::pair<std::string, std::string>>;
@@ -249,84 +256,6 @@ std::string check_inherited_variables(const EnvList& env) {
 }
 
 // ---- The run directory ---------------------------------------------------------------------
-
-// The name of user or group `id` in /etc/passwd or /etc/group ("" when it is not there). Read
-// directly rather than through getpwuid/getgrgid: the `cuprobe` command is linked statically (it
-// must run on any distribution), and a static glibc's NSS would load the system's NSS modules,
-// built for another glibc. Accounts only a directory service knows are named by number.
-std::string account_name(const char* file, unsigned id) {
-  std::ifstream in(file);
-  std::string line;
-  while (std::getline(in, line)) {
-    size_t name_end = line.find(':');
-    size_t id_at = name_end == std::string::npos ? name_end : line.find(':', name_end + 1);
-    if (id_at == std::string::npos) continue;
-    unsigned value = 0;
-    const char* first = line.data() + id_at + 1;
-    const char* last = line.data() + line.size();
-    auto [ptr, ec] = std::from_chars(first, last, value);
-    if (ec == std::errc() && ptr != first && ptr < last && *ptr == ':' && value == id) return line.substr(0, name_end);
-  }
-  return "";
-}
-
-std::string user_name(uid_t uid) {
-  std::string name = account_name("/etc/passwd", uid);
-  return name.empty() ? fmt::format("uid {}", uid) : fmt::format("{} (uid {})", name, uid);
-}
-
-// Creates every missing component of `dir` with mode 0700, as the shim does (make_run_dir);
-// `created` says whether `dir` itself was made here.
-std::string make_dirs(const std::string& dir, bool* created) {
-  for (size_t i = 1; i <= dir.size(); ++i) {
-    if (i < dir.size() && dir[i] != '/') continue;
-    std::string prefix = dir.substr(0, i);
-    if (mkdir(prefix.c_str(), 0700) == 0) {
-      if (i == dir.size()) *created = true;
-    } else if (errno != EEXIST) {
-      return fmt::format("cannot create {}: {}", prefix, std::strerror(errno));
-    }
-  }
-  return "";
-}
-
-// What is wrong with `dir` as a run directory, with the fix; "" when nothing. The shim (make_run_dir)
-// refuses a final symbolic link owned by another user and anything but a directory; record is
-// stricter and also refuses a directory someone else can write into (another owner, or group or
-// world write permission, sticky or not): they could replace a trace, or add a crafted one that
-// `cuprobe analyze` would read as part of the run. With `create`, a missing directory is made
-// 0700 first.
-std::string run_dir_problem(const std::string& dir, bool create, bool* created) {
-  struct stat st {};
-  if (lstat(dir.c_str(), &st) != 0) {
-    if (errno != ENOENT || !create) return fmt::format("it cannot be examined: {}", std::strerror(errno));
-    if (std::string why = make_dirs(dir, created); !why.empty()) return why;
-    if (lstat(dir.c_str(), &st) != 0) return fmt::format("it cannot be examined: {}", std::strerror(errno));
-  }
-  const std::string own_dir = "choose a directory of your own with -o DIR (a missing one is created with mode 0700)";
-  if (S_ISLNK(st.st_mode)) {
-    if (st.st_uid != geteuid() && st.st_uid != 0) {
-      return fmt::format("it is a symbolic link owned by another user, {}, which the shim refuses to follow; {}",
-                         user_name(st.st_uid), own_dir);
-    }
-    if (stat(dir.c_str(), &st) != 0) return fmt::format("it is a symbolic link to nothing usable: {}", std::strerror(errno));
-  }
-  if (!S_ISDIR(st.st_mode)) return fmt::format("it exists and is not a directory; {}", own_dir);
-  if (st.st_uid != geteuid()) {
-    return fmt::format("it belongs to another user, {}, who could replace its traces or add crafted ones; {}",
-                       user_name(st.st_uid), own_dir);
-  }
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-    const char* who = (st.st_mode & S_IWGRP) && (st.st_mode & S_IWOTH) ? "its group and all users"
-                      : (st.st_mode & S_IWGRP)                         ? "its group"
-                                                                       : "all users";
-    return fmt::format("it is writable by {} (mode {:04o}), who could replace its traces or add crafted ones; "
-                       "take their write permission away (chmod go-w {}) or {}",
-                       who, st.st_mode & 07777, dir, own_dir);
-  }
-  if (access(dir.c_str(), W_OK | X_OK) != 0) return fmt::format("cannot write into it: {}", std::strerror(errno));
-  return "";
-}
 
 // ---- Whether LD_PRELOAD will reach the job -------------------------------------------------
 
@@ -666,12 +595,17 @@ int cmd_record(const Args& args) {
     if (!is_keep(v)) throw UsageError(fmt::format("--keep expects {}, got '{}'", kKeepExpected, v));
     env.emplace_back("CUPROBE_KEEP", v);
   });
+  // The shim's bounds (common/keep_spec.h), refused here rather than ignored there.
   options.value("--delay", [&](const std::string& v) {
-    env.emplace_back("CUPROBE_DELAY_S", std::to_string(parse_count("--delay", v)));
+    unsigned long long n = parse_count("--delay", v);
+    if (n > kMaxWindowSeconds) throw UsageError(fmt::format("--delay expects {}, got {}", CUPROBE_WINDOW_SECONDS_TEXT, v));
+    env.emplace_back("CUPROBE_DELAY_S", std::to_string(n));
   });
   options.value("--duration", [&](const std::string& v) {
     unsigned long long n = parse_count("--duration", v);
-    if (n == 0) throw UsageError("--duration expects a number of seconds from 1");
+    if (n == 0 || n > kMaxWindowSeconds) {
+      throw UsageError(fmt::format("--duration expects {}, from 1, got {}", CUPROBE_WINDOW_SECONDS_TEXT, v));
+    }
     env.emplace_back("CUPROBE_DURATION_S", std::to_string(n));
   });
   options.value("--window-nvtx", [&](const std::string& v) {
@@ -712,7 +646,14 @@ int cmd_record(const Args& args) {
     if (v == "on" || v == "off") {
       env.emplace_back("CUPROBE_ALERTS", v);
     } else if (!v.empty()) {
-      env.emplace_back("CUPROBE_ALERTS", "file:" + fs::absolute(v).string());
+      // Opened as the shim will open it (common/safe_files.h), so that a link, a FIFO or a shared
+      // directory stops here rather than sending the alerts to standard error later.
+      std::string file = fs::absolute(v).string();
+      files::Why why;
+      int fd = files::open_append(file.c_str(), &why);
+      if (fd < 0) throw UsageError(fmt::format("--alerts {}: {}", v, why.text));
+      close(fd);
+      env.emplace_back("CUPROBE_ALERTS", "file:" + file);
     } else {
       throw UsageError("--alerts expects on, off or a file");
     }

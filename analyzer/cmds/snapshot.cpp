@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "cmds/output_file.h"
 #include "cuprobe/trace_format.h"
 #include "trace/reader.h"
 
@@ -181,8 +182,13 @@ int cmd_snapshot(const Args& args) {
   if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec))) {
     throw UsageError(fmt::format("-o {}: exists and is not an empty directory", out));
   }
-  fs::create_directories(out, ec);
-  if (ec) throw UsageError(fmt::format("-o {}: cannot create it: {}", out, ec.message()));
+  // The copies go where a run directory could (record's rules): this user's own directory, which
+  // nobody else can write into or swap.
+  bool created = false;
+  if (std::string problem = run_dir_problem(fs::absolute(out).lexically_normal().string(), true, &created);
+      !problem.empty()) {
+    throw UsageError(fmt::format("-o {}: {}", out, problem));
+  }
 
   // Copies keep their names; two run directories with a file of one name keep both.
   auto t0 = std::chrono::steady_clock::now();

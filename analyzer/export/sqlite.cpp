@@ -575,7 +575,7 @@ class SqliteSink : public TimelineSink {
     int64_t id = 0;
     for (const auto& f : job_.report.findings) {
       ++id;
-      std::string evidence = f.evidence.dump();
+      std::string evidence = f.evidence.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       finding.i(id).t(f.rule).t(analysis::severity_name(f.severity)).t(f.title).t(f.message).t(evidence).t(f.fix);
       finding.d(f.impact_s).i_or_null(int64_t(f.at_wall_ns), 0).run();
       ++rows_;
@@ -734,8 +734,8 @@ void write_meta(sqlite3* db, const ExportJob& job) {
   gmtime_r(&secs, &tm);
   char iso[32];
   std::strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  std::string sources = nlohmann::json(job.paths).dump();
-  std::string summary = job.report.summary.dump();
+  std::string sources = nlohmann::json(job.paths).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string summary = job.report.summary.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::pair<std::string, std::string> rows[] = {
       {"cuprobe_version", CUPROBE_VERSION},
       {"schema_version", std::to_string(kSchemaVersion)},

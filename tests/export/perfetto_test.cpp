@@ -49,7 +49,9 @@ std::string export_to(const std::string& format, const std::string& tag, const s
   RunResult r = run(cmd);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(fs::exists(out)) << r.err;
-  EXPECT_FALSE(fs::exists(out + ".part"));
+  for (const auto& e : fs::directory_iterator(fs::path(out).parent_path())) {
+    EXPECT_NE(e.path().extension(), ".part") << "a partial file was left: " << e.path();
+  }
   EXPECT_NE(r.err.find("wrote " + out), std::string::npos) << r.err;
   return out;
 }

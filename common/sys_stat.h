@@ -10,7 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-namespace cuprobe::shim {
+namespace cuprobe {
 
 inline int fd_status(int fd, struct stat* st) { return int(syscall(SYS_newfstatat, fd, "", st, AT_EMPTY_PATH)); }
 
@@ -19,4 +19,4 @@ inline int path_status(const char* path, struct stat* st, bool follow) {
   return int(syscall(SYS_newfstatat, AT_FDCWD, path, st, follow ? 0 : AT_SYMLINK_NOFOLLOW));
 }
 
-}  // namespace cuprobe::shim
+}  // namespace cuprobe
