@@ -34,28 +34,10 @@ say() { echo "$*" | tee -a "$log" >&3; }
   grep PRETTY_NAME /etc/os-release
 } >>"$log" 2>&1
 
-# 1. Where PyTorch lives. When the machine's python3 is a virtual environment (PyTorch installed
-# into a venv, as on the GPU machine: /opt/torch/.venv, made by uv), the wheel goes into that
-# venv with its own pip, as its user would install it (and is uninstalled at the end). Otherwise
-# a new venv that sees the system's site-packages (PyTorch installed system-wide); --without-pip
-# + the system's pip module where the image's python3 lacks ensurepip.
-installed_into=""
-if python3 -c 'import sys; sys.exit(0 if sys.prefix != sys.base_prefix else 1)' && python3 -m pip --version >/dev/null 2>&1; then
-  installed_into="$(python3 -c 'import sys; print(sys.prefix)')"
-  if ! python3 -m pip install -q --no-index --no-deps --no-cache-dir --force-reinstall "$wheel" >>"$log" 2>&1; then
-    say "FAIL: pip install of $(basename "$wheel") into PyTorch's venv $installed_into"; exit 1
-  fi
-  trap 'python3 -m pip uninstall -y -q cuprobe >>"$log" 2>&1' EXIT
-  export PATH="$installed_into/bin:$PATH"
-  say "PyTorch's venv: $installed_into (pip install --no-index into it)"
-else
-  python3 -m venv --system-site-packages "$work/venv" >>"$log" 2>&1 ||
-    python3 -m venv --without-pip --system-site-packages "$work/venv" >>"$log" 2>&1
-  if ! "$work/venv/bin/python" -m pip install -q --no-index --no-deps --no-cache-dir "$wheel" >>"$log" 2>&1; then
-    say "FAIL: pip install of $(basename "$wheel") into the venv"; exit 1
-  fi
-  export PATH="$work/venv/bin:$PATH"
-fi
+# 1. Where PyTorch lives (tests/gpu/install_wheel.sh: PyTorch's own venv when python3 is one).
+. "$root/tests/gpu/install_wheel.sh"
+install_wheel "$wheel" "$log" || { say "FAIL: pip install of $(basename "$wheel")"; exit 1; }
+[ -n "$installed_into" ] && say "PyTorch's venv: $installed_into (pip install --no-index into it)"
 say "installed: $(command -v cuprobe) -> $(cuprobe --version); shim $(cuprobe --shim-path)"
 say "python -m cuprobe: $(python -m cuprobe --version)"
 
