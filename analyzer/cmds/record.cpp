@@ -746,6 +746,13 @@ int cmd_record(const Args& args) {
       throw UsageError(fmt::format("CUPROBE_PIN_PLANS in the environment: {}", e.what()));
     }
   }
+  // An alerts file inherited from a launcher script: opened as the shim would open it.
+  if (std::string alerts = job_env(env, "CUPROBE_ALERTS"); alerts.rfind("file:", 0) == 0 && alerts.size() > 5) {
+    files::Why why;
+    int fd = files::open_append(alerts.c_str() + 5, &why);
+    if (fd < 0) throw UsageError(fmt::format("CUPROBE_ALERTS={} in the environment: {}", alerts, why.text));
+    close(fd);
+  }
 
   if (std::string bad = check_inherited_variables(env); !bad.empty()) {
     fmt::print(stderr, "cuprobe record: {}\ncuprobe record: the command was not started; see cuprobe record --help\n",

@@ -184,6 +184,11 @@ TEST(UntrustedFiles, AnAlertsFifoIsRefusedAndNeverBlocksTheJob) {
   RunResult r = record(dir + "/run", job, shim_env(), {"--alerts", fifo, "--fault", "alloc:OOM,nth=1"});
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_NE(r.err.find("--alerts " + fifo + ": " + fifo + " is not a regular file"), std::string::npos) << r.err;
+  r = record(dir + "/run-env", job, shim_env({{"CUPROBE_ALERTS", "file:" + fifo}}), {"--fault", "alloc:OOM,nth=1"});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("CUPROBE_ALERTS=file:" + fifo + " in the environment: " + fifo + " is not a regular file"),
+            std::string::npos)
+      << r.err;
   // Under plain LD_PRELOAD the first alert came inside the job's cudaMalloc and blocked there.
   std::vector<std::string> bounded = {"timeout", "60"};
   bounded.insert(bounded.end(), job.begin(), job.end());
