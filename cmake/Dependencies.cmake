@@ -45,6 +45,29 @@ if(CUPROBE_SQLITE_STATIC AND NOT SQLite3_LIBRARY)
   set(SQLite3_LIBRARY ${CUPROBE_SQLITE_STATIC} CACHE FILEPATH "SQLite library (static)")
 endif()
 find_package(SQLite3 REQUIRED)
+# libdw and libelf (elfutils): file:line and inlined frames for the offline symbolizer
+# (analyzer/trace/symbolize.cpp), read in process instead of running addr2line. Always the static
+# archives, so that the static `cuprobe` needs nothing at run time, and their compression
+# libraries after them: zlib always; zstd, xz and bzip2 where this elfutils build uses them (the
+# linker takes only what is referenced; Debian 12's libelf reads zlib-compressed sections only).
+find_path(LIBDW_INCLUDE_DIR elfutils/libdw.h)
+find_library(LIBDW_STATIC NAMES libdw.a)
+find_library(LIBELF_STATIC NAMES libelf.a)
+find_library(ZLIB_STATIC NAMES libz.a)
+if(NOT LIBDW_INCLUDE_DIR OR NOT LIBDW_STATIC OR NOT LIBELF_STATIC OR NOT ZLIB_STATIC)
+  message(FATAL_ERROR "libdw, libelf and zlib static libraries not found (libdw.a: ${LIBDW_STATIC}, libelf.a: "
+                      "${LIBELF_STATIC}, libz.a: ${ZLIB_STATIC}). Install libdw-dev and zlib1g-dev (scripts/deps.sh).")
+endif()
+add_library(cuprobe_libdw INTERFACE)
+target_include_directories(cuprobe_libdw SYSTEM INTERFACE ${LIBDW_INCLUDE_DIR})
+target_link_libraries(cuprobe_libdw INTERFACE ${LIBDW_STATIC} ${LIBELF_STATIC})
+foreach(lib zstd lzma bz2)
+  find_library(CUPROBE_${lib}_STATIC NAMES lib${lib}.a)
+  if(CUPROBE_${lib}_STATIC)
+    target_link_libraries(cuprobe_libdw INTERFACE ${CUPROBE_${lib}_STATIC})
+  endif()
+endforeach()
+target_link_libraries(cuprobe_libdw INTERFACE ${ZLIB_STATIC} Threads::Threads)
 if(CUPROBE_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -38,8 +38,9 @@ Options:
   --set RULE.PARAM=V   change a rule's threshold, e.g. --set research-storm.min_late_searches=20
   --rule ID            run only this rule (repeatable)
   --threads N          traces read in parallel (default: one per core)
-  --symbols DIR        also look for the traced process's binaries under DIR when naming call
-                       sites (traces copied from another machine); repeatable; CUPROBE_SYMBOLS
+  --symbols DIR        also look for the traced process's binaries and their debug files
+                       (DIR/.build-id/NN/REST.debug too) under DIR when naming call sites
+                       (traces copied from another machine); repeatable; CUPROBE_SYMBOLS
   --color / --no-color colour the report (default: only on a terminal)
   -h, --help           this text
 

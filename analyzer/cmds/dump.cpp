@@ -37,7 +37,7 @@ them from standard input). Per process, in this order:
   module      the files the process had mapped (written by the shim with stacks)
   stack       each distinct call stack: the innermost Python frames (file, function, line) and
               the native frames, symbolized here from the binaries (function, and file:line
-              where they have debug information)
+              and the functions inlined code sits in where they have debug information)
   call        every recorded call, in time order
   search      each benchmark search or heuristic selection of a cuDNN plan, rebuilt from the
               calls: its problem, every candidate with its measured time, the winner, wall time
@@ -68,8 +68,9 @@ Options:
   --no-events           leave out problem, call and search lines
   --searches            leave out module, stack and call lines (search lines stay)
   --no-symbols          stacks as raw addresses (no symbolization)
-  --symbols DIR         also look for the traced process's binaries under DIR (traces copied
-                        from another machine); repeatable; CUPROBE_SYMBOLS=DIR:DIR too
+  --symbols DIR         also look for the traced process's binaries and their debug files
+                        (DIR/.build-id/NN/REST.debug too) under DIR (traces copied from another
+                        machine); repeatable; CUPROBE_SYMBOLS=DIR:DIR too
   -h, --help            this text
 
 Exit status: 0 when at least one trace could be read (also when --pid matched none of them),
@@ -422,6 +423,20 @@ void print_stacks(const reader::Trace& t, const Filter& filter, JsonLine& j) {
         if (!s.file.empty()) {
           nj.str("file", s.file);
           nj.inum("line", s.line);
+        }
+        if (!s.inlined_into.empty()) {
+          std::string calls = "[";
+          for (const auto& f : s.inlined_into) {
+            JsonLine cj;
+            cj.begin();
+            cj.str("function", f.function);
+            if (!f.file.empty()) {
+              cj.str("file", f.file);
+              cj.inum("line", f.line);
+            }
+            calls += (calls.size() > 1 ? "," : "") + std::string(cj.finish());
+          }
+          nj.raw("inlined_into", calls + "]");
         }
         nj.str("text", reader::Symbolizer::text(s));
       }
