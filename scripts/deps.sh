@@ -25,8 +25,9 @@ case "${1:-}" in
   "") packages+=("${package[@]}" "${tests[@]}") ;;
   --all) packages+=("${package[@]}" "${tests[@]}" libbenchmark-dev clang); fuzz=1 ;;
   --package) packages+=("${package[@]}") ;;
+  --fuzz) packages+=(clang); fuzz=1 ;;  # scripts/fuzz.sh: clang and libFuzzer's runtime
   -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) echo "deps.sh: unknown option '$1'; one of --demo, --all, --package (or none)" >&2; exit 2 ;;
+  *) echo "deps.sh: unknown option '$1'; one of --demo, --all, --fuzz, --package (or none)" >&2; exit 2 ;;
 esac
 missing=()
 for p in "${packages[@]}"; do
