@@ -19,15 +19,6 @@ namespace {
 
 bool ours(uid_t uid) { return uid == geteuid() || uid == 0; }
 
-const char* kind_of(mode_t mode) {
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISLNK(mode)) return "a symbolic link";
-  return "not a regular file";
-}
 
 // "its group", "all users" or "its group and all users": who besides the owner may write.
 const char* writers(mode_t mode) {
@@ -61,6 +52,16 @@ bool check_dir(const char* dir, const struct stat& st, Why* why) {
 
 }  // namespace
 
+const char* kind_of(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
 int open_input(const char* path, uint64_t max_bytes, uint64_t* size, Why* why) {
   // O_NONBLOCK: opening a FIFO nobody writes to would otherwise wait forever; O_NOCTTY: a
   // terminal device named here must not become the controlling terminal.
@@ -76,7 +77,8 @@ int open_input(const char* path, uint64_t max_bytes, uint64_t* size, Why* why) {
     return -1;
   }
   if (!S_ISREG(st.st_mode)) {
-    snprintf(why->text, sizeof why->text, "%s is %s; give a regular file", path, kind_of(st.st_mode));
+    snprintf(why->text, sizeof why->text, "%s is %s%s; give a regular file", path, kind_of(st.st_mode),
+             S_ISFIFO(st.st_mode) ? " (named pipe)" : "");
     close(fd);
     return -1;
   }

@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 namespace cuprobe::files {
 
@@ -24,6 +25,10 @@ namespace cuprobe::files {
 struct Why {
   char text[640];
 };
+
+// "a FIFO", "a socket", "a character device", ... or "not a regular file": what a file that is
+// not a regular one is, for messages.
+const char* kind_of(mode_t mode);
 
 // Opens `path` for reading as an input: a regular file of at most `max_bytes` (0: any size).
 // `what` names it in messages ("the plan file"). The descriptor (blocking again) and its size, or

@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "problem_text.h"
+#include "safe_files.h"
 
 namespace cuprobe::reader {
 
@@ -369,15 +370,6 @@ std::vector<Field> parse_fields(const std::string& spec) {
   return out;
 }
 
-const char* file_kind(mode_t mode) {
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISLNK(mode)) return "a symbolic link";
-  return "not a regular file";
-}
 
 std::string format_uuid(const uint8_t* u) {
   return fmt::format("GPU-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
@@ -404,7 +396,7 @@ bool TraceFile::load(std::string* error) {
     ::close(fd);
     *error = fmt::format("not a regular file ({}); cuprobe reads trace files, run directories, or JSON Lines on "
                          "standard input ('-')",
-                         file_kind(st.st_mode));
+                         files::kind_of(st.st_mode));
     return false;
   }
   size_ = size_t(st.st_size);
@@ -1093,7 +1085,7 @@ Result<std::vector<std::string>> find_trace_files(const std::string& path, std::
       }
       if (sec || !fs::is_regular_file(link)) {
         struct stat est {};
-        const char* kind = ::lstat(entry.path().c_str(), &est) == 0 ? file_kind(est.st_mode) : "unreadable";
+        const char* kind = ::lstat(entry.path().c_str(), &est) == 0 ? files::kind_of(est.st_mode) : "unreadable";
         if (skipped) skipped->push_back(fmt::format("{}: skipped: not a regular file ({})", entry.path().string(), kind));
         continue;
       }
@@ -1112,7 +1104,7 @@ Result<std::vector<std::string>> find_trace_files(const std::string& path, std::
   } else {
     return Error{fmt::format("{}: not a regular file ({}); cuprobe reads trace files, run directories, or JSON Lines "
                              "from a pipe or standard input ('-': cuprobe dump ... | cuprobe analyze -)",
-                             path, file_kind(st.st_mode))};
+                             path, files::kind_of(st.st_mode))};
   }
   return files;
 }
