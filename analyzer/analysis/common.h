@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "analysis/facts.h"
+#include "bytes_text.h"
 #include "analysis/rules.h"
 
 namespace cuprobe::analysis {
@@ -63,8 +64,8 @@ inline std::string coverage_text(const ProcessFacts& p) {
   std::string text;
   if (c.overwritten()) {
     text = fmt::format("routine calls (executions, copies, synchronizations) only from {:.2f} s of its {:.2f} s on: the "
-                       "flight recorder kept the last {:.0f} MiB of them and overwrote {} calls",
-                       at(c.overwritten_last_ns), at(p.last_ns), double(c.ring_bytes) / (1 << 20), c.overwritten_calls);
+                       "flight recorder kept the last {} of them and overwrote {} calls",
+                       at(c.overwritten_last_ns), at(p.last_ns), human_bytes(c.ring_bytes), c.overwritten_calls);
     if (c.overwritten_counted) text += fmt::format(" and the counts of {} kernel launches and queries", c.overwritten_counted);
   }
   if (c.window) {

@@ -454,6 +454,11 @@ bool TraceFile::load(std::string* error) {
   if (claimed > in_file) {
     note(fmt::format("the header claims {} chunks but the file holds {}; the file was truncated or its growth failed",
                      claimed, in_file));
+    // A claim whose growth failed is counted by the shim (and its calls as dropped); any other
+    // difference is a file cut short or a damaged header.
+    if (claimed - in_file > stats_[trace::kStatGrowFailures]) {
+      inconsistent(fmt::format("the header claims {} chunks, the file holds {}", claimed, in_file));
+    }
     claimed = in_file;
   }
   // Where calls can be in time: from the shim's start to its end (or, for a trace that was
@@ -484,13 +489,18 @@ bool TraceFile::load(std::string* error) {
     hi_ticks_ = end_ticks + margin < end_ticks ? UINT64_MAX : end_ticks + margin;
   }
   calls_per_api_.assign(size_t(UINT16_MAX) + 1, 0);
-  for (uint32_t i = 0; i < claimed; ++i) {
-    auto* c = reinterpret_cast<const trace::ChunkHeader*>(base_ + trace::kFileHeaderSize + size_t(i) * chunk_size_);
-    if (c->magic != trace::kChunkMagic) {
-      if (i + 1 < claimed) note(fmt::format("chunk {} was claimed but never initialized; skipped", i));
-      continue;
+  recycled_ = (hdr.features & trace::kFeatureFlightRecorder) && hdr.ring.recycled_chunks != 0;
+  for (uint32_t i = 0; i < claimed; ++i) read_claimed_chunk(i, i + 1 == claimed, anchors);
+  // The shim grows the file ahead of its claims, so chunks past the claimed count are blank; one
+  // that holds records of a process that has ended means the header's count is what is damaged.
+  if (state_ == trace::FileState::kExited) {
+    for (uint64_t i = claimed; i < in_file; ++i) {
+      auto* c = reinterpret_cast<const trace::ChunkHeader*>(base_ + trace::kFileHeaderSize + size_t(i) * chunk_size_);
+      if (c->magic != trace::kChunkMagic) continue;
+      inconsistent(fmt::format("chunk {} holds records but lies past the {} chunks the header claims (read anyway)", i,
+                               claimed));
+      scan_chunk(uint32_t(i), c, anchors);
     }
-    scan_chunk(i, c, anchors);
   }
   // When most calls fall outside, the header's own times are what is damaged: keep every call.
   if (out_of_range_ > 0 && out_of_range_ * 2 > call_records_) {
@@ -514,6 +524,7 @@ bool TraceFile::load(std::string* error) {
   for (auto& [tid, t] : threads_) {
     std::sort(t.chunks.begin(), t.chunks.end(), [](const ChunkRef& a, const ChunkRef& b) { return a.seq < b.seq; });
   }
+  if (!recycled_) check_chunk_order();
   {
     std::set<uint32_t> tids;
     for (const auto& [key, t] : threads_) {
@@ -584,6 +595,24 @@ bool TraceFile::load(std::string* error) {
                      unknown, unknown == 1 ? "" : "s", unknown_ids, unknown_ids == 1 ? "" : "s", first_unknown));
     damaged_records_ += unknown;
   }
+  // A call never holds more arguments than its API has fields (it may hold fewer: a call whose
+  // real function was missing holds none). More means its size was damaged, and the records it
+  // swallowed are lost with it: such calls are left out.
+  for (size_t id = 0; id < arg_counts_.size(); ++id) {
+    const Api* a = api(uint16_t(id));
+    if (a == nullptr) continue;
+    uint64_t longer = 0;
+    for (size_t n = a->fields.size() + 1; n < arg_counts_[id].size(); ++n) longer += arg_counts_[id][n];
+    if (longer == 0) continue;
+    note(fmt::format("{} call{} of {} hold{} more than its {} argument{}: the record size is damaged (and the records "
+                     "after it may be lost inside it); left out",
+                     longer, longer == 1 ? "" : "s", a->name, longer == 1 ? "s" : "", a->fields.size(),
+                     a->fields.size() == 1 ? "" : "s"));
+    if (integrity_.resyncs++ == 0) integrity_.first_resync = fmt::format("calls of {}", a->name);
+    damaged_records_ += longer;
+    ignored_events_ += longer;
+  }
+  arg_counts_ = {};
   for (const auto& [what, d] : damage_) {
     note(fmt::format("{} {} (the first in chunk {} at offset {}): left out", d.count, what, d.chunk, d.off));
     damaged_records_ += d.count;
@@ -639,6 +668,136 @@ void TraceFile::damaged(const char* what, uint32_t chunk, uint32_t off) {
   }
 }
 
+void TraceFile::skipped_chunk(uint32_t index, const std::string& why) {
+  if (integrity_.skipped_chunks++ == 0) integrity_.first_chunk = fmt::format("chunk {}: {}", index, why);
+  note(fmt::format("chunk {}: {}", index, why));
+}
+
+void TraceFile::inconsistent(const std::string& where) {
+  if (integrity_.inconsistent++ == 0) integrity_.first_inconsistent = where;
+  note(where);
+}
+
+namespace {
+
+bool blank(const char* p, size_t n) {
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    if (w != 0) return false;
+  }
+  return true;
+}
+
+// Whether the bytes at `pos` can start a record of a known type that fits before `used`.
+uint32_t plausible_size(const char* data, uint32_t pos, uint32_t used) {
+  auto* h = reinterpret_cast<const trace::RecordHeader*>(data + pos);
+  uint32_t size = h->size;
+  if (h->type == 0 || h->type > uint8_t(trace::RecordType::kPin)) return 0;
+  if (size < sizeof(trace::RecordHeader) || size % 8 != 0 || size > used - pos) return 0;
+  if (h->type == uint8_t(trace::RecordType::kCall) && size < sizeof(trace::CallRecord)) return 0;
+  return size;
+}
+
+}  // namespace
+
+// After a record that cannot be read at `from`: the first later offset from which records of known
+// types chain exactly to the chunk's end (a chunk's records always end at its used size), or
+// `used` when there is none. One backward pass over the rest of the chunk.
+uint32_t TraceFile::resync(const char* data, uint32_t from, uint32_t used) const {
+  if (used <= from || (used - from) % 8 != 0) return used;
+  const uint32_t words = (used - from) / 8;
+  std::vector<uint8_t> ends(words + 1, 0);  // ends[k]: records chain from from + 8k to used
+  ends[words] = 1;
+  for (uint32_t k = words; k-- > 1;) {
+    uint32_t pos = from + 8 * k;
+    if (uint32_t size = plausible_size(data, pos, used)) ends[k] = ends[k + size / 8];
+  }
+  for (uint32_t k = 1; k < words; ++k) {
+    if (ends[k]) return from + 8 * k;
+  }
+  return used;
+}
+
+// A claimed chunk: read when its magic says it was initialized. A blank one was claimed and never
+// used (its thread or the process ended first): nothing was lost. Anything else is a damaged
+// header: its records are read anyway when they chain exactly to its used size, else skipped.
+void TraceFile::read_claimed_chunk(uint32_t index, bool last, std::vector<std::pair<uint64_t, uint64_t>>& anchors) {
+  auto* c = reinterpret_cast<const trace::ChunkHeader*>(base_ + trace::kFileHeaderSize + size_t(index) * chunk_size_);
+  if (c->magic == trace::kChunkMagic) {
+    scan_chunk(index, c, anchors);
+    return;
+  }
+  const char* data = reinterpret_cast<const char*>(c) + trace::kChunkHeaderSize;
+  if (blank(reinterpret_cast<const char*>(c), chunk_size_)) {
+    if (!last) note(fmt::format("chunk {} was claimed but never initialized; skipped", index));
+    return;
+  }
+  // A chunk being set up or recycled when a process was killed has magic 0 for a moment.
+  if (c->magic == 0 && state_ != trace::FileState::kExited && c->used == 0) return;
+  uint32_t used = c->used;
+  bool chains = used > 0 && used <= trace::kChunkDataSize;
+  for (uint32_t off = 0; chains && off < used;) {
+    uint32_t size = plausible_size(data, off, used);
+    chains = size != 0;
+    off += size;
+  }
+  if (chains) {
+    inconsistent(fmt::format("chunk {}: its header is damaged (magic {:#010x}, expected {:#010x}); its records were "
+                             "read anyway, as thread {}'s",
+                             index, c->magic, trace::kChunkMagic, c->tid & ~trace::kKeptStreamBit));
+    scan_chunk(index, c, anchors);
+    return;
+  }
+  skipped_chunk(index, fmt::format("its header is damaged (magic {:#010x}, expected {:#010x}) and its records cannot "
+                                   "be read: up to {} KiB of the {} skipped{}",
+                                   c->magic, trace::kChunkMagic, trace::kChunkDataSize / 1024,
+                                   last ? "process's last records" : "process's records",
+                                   last && state_ == trace::FileState::kExited ? ", although the process exited cleanly"
+                                                                                : ""));
+}
+
+// Without a ring that recycles chunks, each thread's chunks are numbered 0, 1, 2... and begin
+// later and later. A thread id the system gave again to a new thread numbers from 0 again: then
+// the numbers repeat and nothing is concluded.
+void TraceFile::check_chunk_order() {
+  for (const auto& [key, t] : threads_) {
+    auto header = [&](size_t k) {
+      return reinterpret_cast<const trace::ChunkHeader*>(base_ + trace::kFileHeaderSize +
+                                                         size_t(t.chunks[k].index) * chunk_size_);
+    };
+    const char* stream = (key & trace::kKeptStreamBit) && key != trace::kMetaTid ? "'s kept stream" : "";
+    std::string who = key == trace::kMetaTid ? "the process-wide records" : fmt::format("thread {}{}", t.tid, stream);
+    bool repeats = false;
+    for (size_t k = 1; k < t.chunks.size(); ++k) {
+      if (t.chunks[k].seq != t.chunks[k - 1].seq) continue;
+      repeats = true;
+      // A reused thread id starts at 0 again, later; the same start twice is a copied chunk.
+      if (header(k)->anchor_ticks == header(k - 1)->anchor_ticks &&
+          header(k)->anchor_mono_ns == header(k - 1)->anchor_mono_ns) {
+        inconsistent(fmt::format("{}: chunks {} and {} are the same chunk (number {}, same start): one was copied over "
+                                 "another, whose records are lost",
+                                 who, t.chunks[k - 1].index, t.chunks[k].index, t.chunks[k].seq));
+        break;
+      }
+    }
+    if (repeats || t.chunks.empty()) continue;
+    if (t.chunks.back().seq + 1 != t.chunks.size()) {
+      inconsistent(fmt::format("{}: {} chunk{} numbered up to {}: {} missing or misnumbered", who, t.chunks.size(),
+                               t.chunks.size() == 1 ? "" : "s", t.chunks.back().seq,
+                               t.chunks.back().seq + 1 > t.chunks.size() ? "some are" : "they are"));
+      continue;
+    }
+    for (size_t k = 1; k < t.chunks.size(); ++k) {
+      if (header(k)->anchor_ticks < header(k - 1)->anchor_ticks) {
+        inconsistent(fmt::format("{}: chunk {} (number {}) began before chunk {} (number {}): their order is damaged",
+                                 who, t.chunks[k].index, t.chunks[k].seq, t.chunks[k - 1].index, t.chunks[k - 1].seq));
+        break;
+      }
+    }
+  }
+}
+
 bool TraceFile::in_range(const trace::CallRecord* r) const {
   uint64_t start = r->start_ticks;
   uint64_t dur = call_duration(r);
@@ -654,9 +813,41 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
   // stream of its own (its own seq order) and merged by time with the thread's routine chunks.
   const uint32_t key = c->tid;
   const uint32_t tid = key == trace::kMetaTid ? key : key & ~trace::kKeptStreamBit;
+  const char* data = reinterpret_cast<const char*>(c) + trace::kChunkHeaderSize;
   if (used > trace::kChunkDataSize) {
-    note(fmt::format("chunk {} (thread {}): used size {} exceeds the chunk; read as empty", index, tid, used));
-    used = 0;
+    // Read as far as records chain from the start (a fresh chunk is zeros after its last record).
+    uint32_t end = 0;
+    while (end + sizeof(trace::RecordHeader) <= trace::kChunkDataSize) {
+      uint32_t size = plausible_size(data, end, trace::kChunkDataSize);
+      if (size == 0) break;
+      end += size;
+    }
+    inconsistent(fmt::format("chunk {} (thread {}): used size {} exceeds the chunk; read as far as its records go ({} "
+                             "bytes)",
+                             index, tid, used, end));
+    used = end;
+  } else if (!recycled_ && used + 2 * sizeof(trace::RecordHeader) <= trace::kChunkDataSize) {
+    // Records after the used size: the size is what is damaged. A record being written when a
+    // process ended is at most one; a call the shim reserved and did not commit (a quiet call)
+    // leaves its arguments there but no header; a recycled chunk's old records are excluded
+    // above. So: two records, or one of the process-wide records (written whole under a lock) of
+    // a process that exited, or one call at a time inside the recording.
+    uint32_t end = used, n = 0;
+    while (n < 2 && end + sizeof(trace::RecordHeader) <= trace::kChunkDataSize) {
+      uint32_t size = plausible_size(data, end, trace::kChunkDataSize);
+      if (size == 0) break;
+      end += size;
+      ++n;
+    }
+    auto* first = reinterpret_cast<const trace::RecordHeader*>(data + used);
+    bool one = n == 1 && ((key == trace::kMetaTid && state_ == trace::FileState::kExited) ||
+                          (first->type == uint8_t(trace::RecordType::kCall) &&
+                           in_range(reinterpret_cast<const trace::CallRecord*>(first))));
+    if (n >= 2 || one) {
+      inconsistent(fmt::format("chunk {} (thread {}): records continue past its used size {}: the size is damaged and "
+                               "the records after it are not read",
+                               index, tid, used));
+    }
   }
   anchors.emplace_back(c->anchor_ticks, c->anchor_mono_ns);
   // Resolved against the API table once it is complete (after all chunks are scanned).
@@ -669,18 +860,30 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
   for (int slot = 0; slot < trace::kQuietSlots; ++slot) {
     if (uint64_t n = c->quiet_counts[slot]) raw_counts_.push_back(RawCount{tid, trace::kApiQuiet, slot, -1, n});
   }
-  const char* data = reinterpret_cast<const char*>(c) + trace::kChunkHeaderSize;
   uint32_t off = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> skips;
   while (off + sizeof(trace::RecordHeader) <= used) {
     auto* h = reinterpret_cast<const trace::RecordHeader*>(data + off);
     if (h->size < sizeof(trace::RecordHeader) || h->size % 8 != 0 || h->size > used - off) {
-      note(fmt::format("chunk {} (thread {}) offset {}: invalid record size {}; the rest of this chunk ({} bytes) is skipped",
-                       index, tid, off, h->size, used - off));
-      break;
+      uint32_t next = resync(data, off, used);
+      std::string what = next == used ? fmt::format("the rest of this chunk ({} bytes) is skipped", used - off)
+                                      : fmt::format("{} bytes skipped to the next readable record at offset {}",
+                                                    next - off, next);
+      std::string where = fmt::format("chunk {} (thread {}) offset {}", index, tid, off);
+      note(fmt::format("{}: invalid record size {}; {}", where, h->size, what));
+      if (integrity_.resyncs++ == 0) integrity_.first_resync = where;
+      integrity_.skipped_bytes += next - off;
+      skips.emplace_back(off, next);
+      off = next;
+      continue;
     }
     const char* rec = data + off;
     const size_t size = h->size;
-    auto fits = [&](size_t fixed, uint64_t text) { return size >= fixed && text <= size - fixed; };
+    // A record with text is exactly its fixed part and its text, rounded up to 8 bytes, as the shim
+    // writes it: a size that is not is damage (a record of another type read as this one).
+    auto fits = [&](size_t fixed, uint64_t text) {
+      return size >= fixed && text <= size - fixed && trace::align8(uint32_t(fixed + text)) == size;
+    };
     switch (trace::RecordType(h->type)) {
       case trace::RecordType::kCall: {
         if (size < sizeof(trace::CallRecord)) {
@@ -701,6 +904,9 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
           last_ticks_ = std::max(last_ticks_, end);
         }
         ++calls_per_api_[h->aux];
+        if (arg_counts_.size() <= h->aux) arg_counts_.resize(size_t(h->aux) + 1);
+        arg_counts_[h->aux][std::min<uint32_t>(tail_words(r) - std::min(optional_words(r), tail_words(r)),
+                                               trace::kMaxCallArgs + 1)]++;
         if (h->aux >= apis_.size() || apis_[h->aux].name.empty()) {
           maybe_handles_.emplace_back(tid, r);
         } else if (apis_[h->aux].flags & trace::kApiHandleCreate) {
@@ -813,8 +1019,8 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
         break;
       }
       case trace::RecordType::kDeviceInfo: {
-        if (size < sizeof(trace::DeviceInfo)) {
-          damaged("device records too short", index, off);
+        if (size != sizeof(trace::DeviceInfo)) {
+          damaged("device records of the wrong size", index, off);
           break;
         }
         auto* r = reinterpret_cast<const trace::DeviceInfo*>(rec);
@@ -841,8 +1047,8 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
         break;
       }
       case trace::RecordType::kProperty: {
-        if (size < sizeof(trace::PropertyRecord)) {
-          damaged("property records too short", index, off);
+        if (size != sizeof(trace::PropertyRecord)) {
+          damaged("property records of the wrong size", index, off);
           break;
         }
         auto* r = reinterpret_cast<const trace::PropertyRecord*>(rec);
@@ -898,8 +1104,8 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
         break;
       }
       case trace::RecordType::kAnchor: {
-        if (size < sizeof(trace::AnchorRecord)) {
-          damaged("clock anchor records too short", index, off);
+        if (size != sizeof(trace::AnchorRecord)) {
+          damaged("clock anchor records of the wrong size", index, off);
           break;
         }
         auto* r = reinterpret_cast<const trace::AnchorRecord*>(rec);
@@ -907,28 +1113,32 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
         break;
       }
       case trace::RecordType::kPin:
-        if (size < sizeof(trace::PinRecord)) {
-          damaged("pin records too short", index, off);
+        if (size != sizeof(trace::PinRecord)) {
+          damaged("pin records of the wrong size", index, off);
           break;
         }
         raw_pins_.emplace_back(tid, reinterpret_cast<const trace::PinRecord*>(rec));
         break;
       case trace::RecordType::kCrash:
-        if (size < sizeof(trace::CrashRecord)) {
-          damaged("crash records too short", index, off);
+        if (size != sizeof(trace::CrashRecord)) {
+          damaged("crash records of the wrong size", index, off);
           break;
         }
         raw_crashes_.emplace_back(tid, reinterpret_cast<const trace::CrashRecord*>(rec));
         break;
+      case trace::RecordType::kThreadEnd:
+        if (size != sizeof(trace::ThreadEnd)) damaged("thread-end records of the wrong size", index, off);
+        break;
       default:
-        break;  // kThreadEnd and types from newer writers
+        damaged("records of a type this cuprobe does not know (damaged, or written by a newer cuprobe)", index, off);
+        break;
     }
     off += h->size;
   }
   Thread& t = threads_[key];
   t.tid = tid;
   t.key = key;
-  t.chunks.push_back(ChunkRef{c->seq, index, off});
+  t.chunks.push_back(ChunkRef{c->seq, index, off, std::move(skips)});
 }
 
 void TraceFile::note_handle(uint32_t tid, const trace::CallRecord* r) {
@@ -954,6 +1164,13 @@ void TraceFile::for_each_event(const std::function<void(const Event&)>& fn) cons
       const ChunkRef& ref = c.thread->chunks[c.chunk];
       const char* data = chunk_data(ref.index);
       while (c.off + sizeof(trace::RecordHeader) <= ref.valid_bytes) {
+        if (!ref.skips.empty()) {
+          auto skip = std::find_if(ref.skips.begin(), ref.skips.end(), [&](const auto& s) { return s.first == c.off; });
+          if (skip != ref.skips.end()) {
+            c.off = skip->second;
+            continue;
+          }
+        }
         auto* h = reinterpret_cast<const trace::RecordHeader*>(data + c.off);
         // Checked again: the file may have changed since it was scanned.
         uint32_t size = h->size;
@@ -1011,7 +1228,10 @@ void TraceFile::for_each_event(const std::function<void(const Event&)>& fn) cons
       e.fault_k = word >> 16;
     }
     if (const Api* a = api(e.api)) {
-      e.nargs = std::min(e.nargs, int(a->fields.size()));
+      if (e.nargs > int(a->fields.size())) {  // a damaged size (counted when the file was opened)
+        if (advance(c)) heap.push(c);
+        continue;
+      }
     } else {
       e.nargs = 0;  // no API-info record: the arguments cannot be named
     }

@@ -8,6 +8,7 @@
 // for_each_event, in memory bounded by the number of threads.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -235,6 +236,20 @@ class Trace {
   // recording) and calls it left out of for_each_event; each kind is also named in diagnostics().
   uint64_t damaged_records() const { return damaged_records_; }
   uint64_t ignored_events() const { return ignored_events_; }
+  // Damage above the level of one record (binary traces): chunks that could not be read at all,
+  // stretches of records skipped to resynchronize, chunks whose order or size was inconsistent.
+  // trace-integrity reports them with the first place each was seen.
+  struct Integrity {
+    uint64_t skipped_chunks = 0;  // claimed chunks not read (damaged header, blank, cut off the file)
+    uint64_t resyncs = 0;         // stretches of unreadable records skipped within a chunk
+    uint64_t skipped_bytes = 0;   // bytes of those stretches
+    uint64_t inconsistent = 0;    // chunks out of order, missing from a thread, or with data past their size
+    std::string first_chunk;      // where and why the first chunk was skipped
+    std::string first_resync;
+    std::string first_inconsistent;
+    bool any() const { return skipped_chunks + resyncs + inconsistent > 0; }
+  };
+  const Integrity& integrity() const { return integrity_; }
 
   const Process& process() const { return process_; }
   bool has_process() const { return has_process_; }
@@ -289,6 +304,7 @@ class Trace {
   uint64_t call_records_ = 0;
   uint64_t damaged_records_ = 0;
   mutable uint64_t ignored_events_ = 0;
+  Integrity integrity_;
   size_t thread_count_ = 0;
   bool has_process_ = false;
   Process process_;
@@ -337,11 +353,18 @@ class TraceFile : public Trace {
   void read_coverage(const trace::FileHeader& hdr);
   bool in_range(const trace::CallRecord* r) const;
   void check_unchanged(const char* when) const;
+  void read_claimed_chunk(uint32_t index, bool last, std::vector<std::pair<uint64_t, uint64_t>>& anchors);
+  uint32_t resync(const char* data, uint32_t from, uint32_t used) const;
+  void skipped_chunk(uint32_t index, const std::string& why);
+  void inconsistent(const std::string& where);
+  void check_chunk_order();
 
   struct ChunkRef {
     uint32_t seq;
     uint32_t index;
     uint32_t valid_bytes;  // records readable without error
+    // Stretches [first, second) of damaged records skipped to the next readable one (rare).
+    std::vector<std::pair<uint32_t, uint32_t>> skips;
   };
   struct Thread {
     uint32_t tid;
@@ -381,6 +404,8 @@ class TraceFile : public Trace {
     uint32_t chunk = 0, off = 0;  // the first one
   };
   std::map<std::string, Damage> damage_;
+  std::vector<std::array<uint64_t, trace::kMaxCallArgs + 2>> arg_counts_;  // by API id: calls by argument count
+  bool recycled_ = false;  // the flight recorder recycled chunks: stale records may follow a chunk's used size
   int guard_slot_ = -1;  // this mapping's entry in the SIGBUS guard
   // The file as it was opened, to tell when it changed under the reader.
   uint64_t dev_ = 0, ino_ = 0, mtime_ns_ = 0;

@@ -11,6 +11,12 @@ count fields inside records (ApiInfo name_len/fields_len/count_slot, ProcessInfo
 string lengths, stack frame counts, module and fault-rule text lengths), plus bit flips anywhere,
 random bytes, zeroed ranges, truncation at any length, and duplicated, swapped or appended chunks.
 
+With --structural, each mutant has exactly one change, to what locates records (a chunk header's
+magic, thread, used size or sequence number; a record's type or size; the claimed chunk count; a
+chunk copied over another; the file cut at a chunk boundary): the mutation test of
+tests/shim/hostile_traces_test.cpp asserts that every such change that alters the analysis is
+reported.
+
 Mutant I depends only on TRACE, the seed and I (not on COUNT or --first), so any mutant can be
 made again alone. One line per mutant, "NAME<TAB>what was done", goes to the manifest (default
 OUT_DIR/manifest.tsv). The layout comes from schema/cuprobe/trace_format.h; python3 stdlib only.
@@ -230,8 +236,54 @@ def mutate_once(rng, data, layout):
     return None
 
 
-def make_mutant(original, seed, index):
+def mutate_structure(rng, data, layout):
+    """One change to what the reader relies on to find records: a byte of a chunk header's magic,
+    thread, used size or sequence number, of a record's type or size, of the claimed chunk count;
+    a chunk copied over another; the file cut at a chunk boundary."""
+    kind = rng.choices(["chunk_header", "record_type", "record_size", "claimed", "duplicate_chunk", "cut"],
+                       weights=[30, 15, 35, 8, 6, 6])[0]
+    if kind == "chunk_header" and layout.chunks:
+        i = rng.randrange(len(layout.chunks))
+        field = rng.choice(["magic", "tid", "used", "seq"])
+        pos = layout.chunks[i] + CHUNK_HEADER[field][0] + rng.randrange(4)
+        label = f"chunk{i}.{field}"
+    elif kind in ("record_type", "record_size") and layout.records:
+        off, rtype, _ = rng.choice(layout.records)
+        pos = off + (0 if kind == "record_type" else 2 + rng.randrange(2))
+        label = f"{RECORD_NAMES.get(rtype, rtype)}@{off}.{kind[7:]}"
+    elif kind == "claimed":
+        pos = 32 + rng.randrange(4)
+        label = "header.chunks_claimed"
+    elif kind == "duplicate_chunk" and len(layout.chunks) >= 2:
+        a, b = rng.sample(layout.chunks, 2)
+        data[b:b + CHUNK_SIZE] = data[a:a + CHUNK_SIZE]
+        return f"duplicate_chunk@{a}->{b}"
+    elif kind == "cut" and len(layout.chunks) >= 2:
+        size = rng.choice(layout.chunks[1:])
+        del data[size:]
+        return f"truncate@{size}"
+    else:
+        return None
+    if rng.random() < 0.7:
+        bit = rng.randrange(8)
+        data[pos] ^= 1 << bit
+        return f"{label}: bitflip@{pos}.{bit}"
+    value = rng.randrange(256)
+    if value == data[pos]:
+        value ^= 0x80
+    data[pos] = value
+    return f"{label}: byte@{pos}={value:#x}"
+
+
+def make_mutant(original, seed, index, structural=False):
     rng = random.Random(f"{seed}:{index}")
+    if structural:
+        data = bytearray(original)
+        for _ in range(20):
+            what = mutate_structure(rng, data, Layout(data))
+            if what:
+                return bytes(data), [what]
+        return bytes(data), []
     data = bytearray(original)
     done = []
     want = rng.choice([1, 1, 1, 2, 2, 3])
@@ -255,6 +307,9 @@ def main():
     ap.add_argument("--first", type=int, default=0)
     ap.add_argument("--seed", default="cuprobe")
     ap.add_argument("--manifest")
+    ap.add_argument("--structural", action="store_true",
+                    help="one change each, only to what locates records (chunk and record headers, the claimed "
+                         "count, whole chunks): a reader must notice every one that changes what it reads")
     args = ap.parse_args()
 
     with open(args.trace, "rb") as f:
@@ -267,7 +322,7 @@ def main():
     manifest = args.manifest or os.path.join(args.out_dir, "manifest.tsv")
     with open(manifest, "a") as m:
         for i in range(args.first, args.first + args.count):
-            data, done = make_mutant(original, args.seed, i)
+            data, done = make_mutant(original, args.seed, i, args.structural)
             name = f"mutant-{i:05d}.cuprobe"
             with open(os.path.join(args.out_dir, name), "wb") as f:
                 f.write(data)

@@ -122,6 +122,17 @@ std::vector<Failure> check_mutant(const std::string& path) {
   return out;
 }
 
+// mutate_traces.py's manifest: mutant file name -> what was done to it.
+std::map<std::string, std::string> read_manifest(const std::string& dir) {
+  std::map<std::string, std::string> manifest;
+  std::ifstream m(dir + "/manifest.tsv");
+  for (std::string line; std::getline(m, line);) {
+    size_t tab = line.find('\t');
+    if (tab != std::string::npos) manifest[line.substr(0, tab)] = line.substr(tab + 1);
+  }
+  return manifest;
+}
+
 struct Base {
   std::string name;
   std::vector<std::string> argv;
@@ -171,12 +182,7 @@ TEST(HostileTraces, MutatedTracesNeitherCrashNorHangTheReaders) {
       RunResult g = run({"python3", generator, traces[t], dir, "-n", std::to_string(n), "--first",
                          std::to_string(first), "--seed", bases[t].name});
       ASSERT_EQ(g.status, 0) << g.err;
-      std::map<std::string, std::string> manifest;
-      std::ifstream m(dir + "/manifest.tsv");
-      for (std::string line; std::getline(m, line);) {
-        size_t tab = line.find('\t');
-        if (tab != std::string::npos) manifest[line.substr(0, tab)] = line.substr(tab + 1);
-      }
+      std::map<std::string, std::string> manifest = read_manifest(dir);
       ASSERT_EQ(manifest.size(), size_t(n));
       std::vector<std::string> names;
       for (const auto& [name, what] : manifest) names.push_back(name);
@@ -215,6 +221,86 @@ TEST(HostileTraces, MutatedTracesNeitherCrashNorHangTheReaders) {
   EXPECT_TRUE(failures.empty()) << failed << " failures over " << checked << " mutated traces (inputs kept in "
                                 << kept << "; make one again with tests/hostile/mutate_traces.py " << kept
                                 << "/base-BASE.cuprobe DIR -n 1 --first I --seed BASE):" << report.str();
+}
+
+
+// The mutation test of damage (issue 26): one change to what locates records — a byte of a chunk
+// header's magic, thread, used size or sequence number, of a record's type or size, of the claimed
+// chunk count, a chunk copied over another, the file cut at a chunk boundary. Whenever the analysis
+// of the mutant differs from the original's, the trace-integrity finding must say the trace is
+// damaged (or the trace is refused outright). Changes to the values inside records (an argument, a
+// time, a name) are data the format cannot tell from real data: docs/trace-integrity.md.
+std::string normalized_analysis(const std::string& path, bool* integrity, bool* refused) {
+  RunResult a = read_with_timeout({"analyze", "--json", "--threads", "1", path});
+  *refused = a.status == 2;
+  *integrity = false;
+  if (a.status != 0 && a.status != 1) return "status " + std::to_string(a.status);
+  json report = json::parse(a.out, nullptr, false);
+  if (report.is_discarded()) return "not JSON";
+  for (const auto& f : report["findings"]) *integrity = *integrity || f.value("rule", "") == "trace-integrity";
+  report.erase("warnings");
+  std::string text = report.dump();
+  for (size_t at; (at = text.find(path)) != std::string::npos;) text.replace(at, path.size(), "TRACE");
+  return text;
+}
+
+TEST(HostileTraces, StructuralDamageThatChangesTheAnalysisIsAlwaysReported) {
+  const std::vector<Base> bases = {
+      {"threads", {program("thread_storm"), "3", "4000"}, {}},
+      {"cudnn", {program("frontend_search"), "--benchmark", "--steps", "3"}, {}},
+  };
+  const int per_base = std::max(1, mutant_count() / 4);
+  const unsigned workers = std::max(2u, std::thread::hardware_concurrency());
+  const std::string generator = build_path("tests/hostile/mutate_traces.py");
+  const std::string kept = fresh_dir("structural-silent");
+  std::mutex mu;
+  std::vector<std::string> silent;
+  int changed = 0, checked = 0;
+  for (const auto& b : bases) {
+    std::string base = kept + "/base-" + b.name + ".cuprobe";
+    fs::copy_file(record_base(b), base);
+    // The original, read under a mutant's name, is the reference.
+    std::string dir = fresh_dir("structural-mutants");
+    bool integrity = false, refused = false;
+    std::string same = dir + "/reference.cuprobe";
+    fs::copy_file(base, same);
+    std::string reference = normalized_analysis(same, &integrity, &refused);
+    ASSERT_FALSE(integrity) << b.name << ": the undamaged trace has a trace-integrity finding:\n" << reference;
+    RunResult g = run({"python3", generator, base, dir, "-n", std::to_string(per_base), "--seed", b.name,
+                       "--structural"});
+    ASSERT_EQ(g.status, 0) << g.err;
+    std::map<std::string, std::string> manifest = read_manifest(dir);
+    std::vector<std::string> names;
+    for (const auto& [name, what] : manifest) names.push_back(name);
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < names.size();) {
+        // Under the reference's name, so that paths in the report compare equal.
+        std::string path = dir + "/" + names[i];
+        bool found = false, refused_here = false;
+        std::string got = normalized_analysis(path, &found, &refused_here);
+        std::lock_guard<std::mutex> lock(mu);
+        ++checked;
+        if (got == reference) continue;
+        ++changed;
+        if (found || refused_here) continue;
+        std::string copy = kept + "/" + b.name + "-" + names[i];
+        fs::copy_file(path, copy, fs::copy_options::overwrite_existing);
+        silent.push_back(copy + "  [" + manifest[names[i]] + "]");
+      }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned w = 0; w < workers; ++w) pool.emplace_back(work);
+    for (auto& th : pool) th.join();
+    fs::remove_all(dir);
+  }
+  EXPECT_GE(checked, 2 * per_base);
+  EXPECT_GT(changed, checked / 10) << "the mutations hardly changed anything: the test would not notice silence";
+  std::ostringstream report;
+  for (size_t i = 0; i < std::min<size_t>(silent.size(), 10); ++i) report << "\n  " << silent[i];
+  EXPECT_TRUE(silent.empty()) << silent.size() << " of " << changed << " mutants that changed the analysis (of "
+                              << checked << ") have no trace-integrity finding; inputs kept in " << kept << ":"
+                              << report.str();
 }
 
 }  // namespace

@@ -430,5 +430,141 @@ TEST(JsonLine, BytesThatAreNotUtf8BecomeReplacementCharactersAndNanBecomesNull) 
   EXPECT_EQ(j.finish(), "{\"s\":\"caf\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd\",\"d\":null,\"inf\":null}");
 }
 
+
+// ---- Damage above one record: chunks and stretches of records (trace-integrity counts them) ----
+
+int count_events(const reader::Trace& t) {
+  int n = 0;
+  t.for_each_event([&](const reader::Event&) { ++n; });
+  return n;
+}
+
+std::string analyze_json(const std::string& path) {
+  auto r = test::run({test::cuprobe_bin(), "analyze", "--json", path});
+  expect_clean_exit(r, "analyze");
+  return r.out;
+}
+
+TEST_F(HandBuiltTrace, AHealthyTraceWithABlankLastChunkHasNoDamage) {
+  add_process(std::string("train\0", 6));
+  for (int i = 0; i < 5; ++i) add_call(2000 + 100 * i, 0x1000, 64);
+  auto* h = reinterpret_cast<trace::FileHeader*>(file_.data());
+  file_.resize(file_.size() + trace::kChunkSize, 0);  // a third chunk, claimed and never used
+  h = reinterpret_cast<trace::FileHeader*>(file_.data());
+  h->chunks_claimed = 3;
+  std::string path = write();
+  auto t = reader::TraceFile::open(path);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(count_events(**t), 5);
+  EXPECT_FALSE((*t)->integrity().any());
+  EXPECT_TRUE((*t)->diagnostics().empty()) << joined((*t)->diagnostics());
+  EXPECT_EQ(analyze_json(path).find("trace-integrity"), std::string::npos);
+}
+
+TEST_F(HandBuiltTrace, AZeroedMagicOfTheLastChunkIsReportedAndItsRecordsRead) {
+  // The probe's F6: one byte of the last claimed chunk's magic zeroed dropped every call in it
+  // with "No findings". Its records still chain to its used size: read, and the damage reported.
+  add_process(std::string("train\0", 6));
+  for (int i = 0; i < 124; ++i) add_call(2000 + 10 * i, 0x1000 + i, 64);
+  reinterpret_cast<uint8_t*>(&chunk(1)->magic)[0] = 0;
+  std::string path = write();
+  auto t = reader::TraceFile::open(path);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(count_events(**t), 124);
+  EXPECT_EQ((*t)->integrity().inconsistent, 1u);
+  EXPECT_TRUE(mentions((*t)->diagnostics(), "chunk 1: its header is damaged")) << joined((*t)->diagnostics());
+  std::string out = analyze_json(path);
+  EXPECT_NE(out.find("\"trace-integrity\""), std::string::npos) << out;
+  EXPECT_NE(out.find("its header is damaged"), std::string::npos) << out;
+}
+
+TEST_F(HandBuiltTrace, ALastChunkThatCannotBeReadInACleanlyExitedProcessIsAFinding) {
+  add_process(std::string("train\0", 6));
+  for (int i = 0; i < 10; ++i) add_call(2000 + 10 * i, 0x1000 + i, 64);
+  chunk(1)->magic = 0;
+  chunk(1)->used = 7;  // not a size its records can end at
+  std::string path = write();
+  auto t = reader::TraceFile::open(path);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(count_events(**t), 0);
+  EXPECT_EQ((*t)->integrity().skipped_chunks, 1u);
+  EXPECT_NE((*t)->integrity().first_chunk.find("although the process exited cleanly"), std::string::npos)
+      << (*t)->integrity().first_chunk;
+  std::string out = analyze_json(path);
+  EXPECT_NE(out.find("could not be read at all"), std::string::npos) << out;
+}
+
+TEST_F(HandBuiltTrace, ARecordWithADamagedSizeIsSkippedToTheNextReadableOne) {
+  add_process(std::string("train\0", 6));
+  for (int i = 0; i < 70; ++i) add_call(2000 + 10 * i, 0x1000 + i, 64);
+  // The fifth call's size loses a bit (40 -> 8): the reader lands inside it, then resynchronizes
+  // at the sixth call instead of dropping the 65 that follow.
+  auto* fifth = reinterpret_cast<trace::CallRecord*>(reinterpret_cast<char*>(chunk(1)) + trace::kChunkHeaderSize + 4 * 40);
+  fifth->h.size = 12;
+  std::string path = write();
+  auto t = reader::TraceFile::open(path);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(count_events(**t), 69);
+  EXPECT_EQ((*t)->integrity().resyncs, 1u);
+  EXPECT_EQ((*t)->integrity().skipped_bytes, 40u);
+  EXPECT_TRUE(mentions((*t)->diagnostics(), "offset 160: invalid record size 12; 40 bytes skipped to the next readable "
+                                             "record at offset 200"))
+      << joined((*t)->diagnostics());
+  std::string out = analyze_json(path);
+  EXPECT_NE(out.find("\"resynchronized\": 1"), std::string::npos) << out;
+}
+
+TEST_F(HandBuiltTrace, ACallWhoseSizeSwallowedTheNextRecordsIsLeftOutAndReported) {
+  add_process(std::string("train\0", 6));
+  for (int i = 0; i < 10; ++i) add_call(2000 + 10 * i, 0x1000 + i, 64);
+  // The third call's size grows by 64 (a flipped bit): it now holds the two calls after it.
+  auto* third = reinterpret_cast<trace::CallRecord*>(reinterpret_cast<char*>(chunk(1)) + trace::kChunkHeaderSize + 2 * 40);
+  third->h.size = 40 + 80;
+  std::string path = write();
+  auto t = reader::TraceFile::open(path);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(count_events(**t), 7);
+  EXPECT_EQ((*t)->damaged_records(), 1u);
+  EXPECT_TRUE(mentions((*t)->diagnostics(), "1 call of cudaMalloc holds more than its 2 arguments"))
+      << joined((*t)->diagnostics());
+  EXPECT_NE(analyze_json(path).find("\"trace-integrity\""), std::string::npos);
+}
+
+TEST_F(HandBuiltTrace, RecordsOfAnUnknownTypeAreCounted) {
+  add_process(std::string("train\0", 6));
+  add_call(2000, 0x1000, 64);
+  auto* odd = reinterpret_cast<trace::RecordHeader*>(append(1, 16));
+  *odd = trace::RecordHeader{200, 0, 16, 0, 0};
+  add_call(3000, 0x2000, 64);
+  auto t = reader::TraceFile::open(write());
+  ASSERT_TRUE(t);
+  EXPECT_EQ(count_events(**t), 2);
+  EXPECT_EQ((*t)->damaged_records(), 1u);
+  EXPECT_TRUE(mentions((*t)->diagnostics(), "records of a type this cuprobe does not know")) << joined((*t)->diagnostics());
+}
+
+TEST_F(HandBuiltTrace, AMisnumberedChunkIsReported) {
+  add_process(std::string("train\0", 6));
+  add_call(2000, 0x1000, 64);
+  chunk(1)->seq = 1;  // the thread's chunk 0 is missing
+  auto t = reader::TraceFile::open(write());
+  ASSERT_TRUE(t);
+  EXPECT_EQ((*t)->integrity().inconsistent, 1u);
+  EXPECT_NE((*t)->integrity().first_inconsistent.find("thread 77: 1 chunk numbered up to 1"), std::string::npos)
+      << (*t)->integrity().first_inconsistent;
+}
+
+TEST_F(HandBuiltTrace, RecordsPastTheClaimedChunksOfAnExitedProcessAreReadAndReported) {
+  add_process(std::string("train\0", 6));
+  add_call(2000, 0x1000, 64);
+  add_call(3000, 0x2000, 64);
+  reinterpret_cast<trace::FileHeader*>(file_.data())->chunks_claimed = 1;  // a damaged count
+  auto t = reader::TraceFile::open(write());
+  ASSERT_TRUE(t);
+  EXPECT_EQ(count_events(**t), 2);
+  EXPECT_TRUE(mentions((*t)->diagnostics(), "chunk 1 holds records but lies past the 1 chunks the header claims"))
+      << joined((*t)->diagnostics());
+}
+
 }  // namespace
 }  // namespace cuprobe

@@ -36,6 +36,25 @@ void trace_integrity(const RuleSpec& spec, const AllFacts& all, const Emit& emit
                                  lost, lost == 1 ? "" : "s",
                                  t.coverage().ring_bytes != 0 ? " with its ring at the smallest it can be" : ""));
     }
+    const reader::Trace::Integrity& integrity = t.integrity();
+    if (integrity.skipped_chunks > 0) {
+      what.push_back(fmt::format("{} chunk{} of the trace could not be read at all (the first: {})",
+                                 integrity.skipped_chunks, integrity.skipped_chunks == 1 ? "" : "s",
+                                 integrity.first_chunk));
+    }
+    if (integrity.resyncs > 0) {
+      what.push_back(fmt::format("{} stretch{} of damaged records{} skipped to reach the next readable record (the "
+                                 "first: {})",
+                                 integrity.resyncs, integrity.resyncs == 1 ? "" : "es",
+                                 integrity.skipped_bytes > 0 ? fmt::format(" ({} bytes)", integrity.skipped_bytes) : "",
+                                 integrity.first_resync));
+    }
+    if (integrity.inconsistent > 0) {
+      what.push_back(fmt::format("{} inconsistenc{} in how the trace's chunks are numbered, sized or claimed (the "
+                                 "first: {})",
+                                 integrity.inconsistent, integrity.inconsistent == 1 ? "y" : "ies",
+                                 integrity.first_inconsistent));
+    }
     if (damaged >= min_damaged) {
       what.push_back(fmt::format("{} record{} of the trace could not be read (damaged or cut short; the notes above "
                                  "name them)",
@@ -55,6 +74,10 @@ void trace_integrity(const RuleSpec& spec, const AllFacts& all, const Emit& emit
                          {"dropped_share", share},
                          {"recorded_events", p.events},
                          {"damaged_records", damaged},
+                         {"skipped_chunks", integrity.skipped_chunks},
+                         {"resynchronized", integrity.resyncs},
+                         {"skipped_bytes", integrity.skipped_bytes},
+                         {"inconsistencies", integrity.inconsistent},
                          {"trace_limit_hit", t.stat(trace::kStatTraceLimitHit) != 0},
                          {"kept_dropped", t.stat(trace::kStatKeptDropped)},
                          {"grow_failures", t.stat(trace::kStatGrowFailures)}};
