@@ -22,6 +22,7 @@
 #include "process_info.h"
 #include "resolve.h"
 #include "plan_pin_text.h"
+#include "recorder_internal.h"
 #include "safe_files.h"
 #include "sys_stat.h"
 
@@ -64,7 +65,9 @@ uint32_t fnv32(const char* s) {
   return h;
 }
 
+// Not under CUPROBE_QUIET ("print nothing"; `cuprobe record` checks the file itself first).
 void complain(const char* path, const char* what) {
+  if (g_config.quiet) return;
   fprintf(stderr, "cuprobe: CUPROBE_PIN_PLANS=%s: %s; no plans are pinned\n", path, what);
 }
 
@@ -246,7 +249,7 @@ void owned_release(const BackendFns& b, int32_t at) {
 // heuristics answer then, as without it).
 void warn_unanswered(const char* step, int status) {
   static int warned;
-  if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) return;
+  if (g_config.quiet || __atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) return;
   fprintf(stderr,
           "cuprobe: plan pinning: could not build the pinned configuration to answer cuDNN's heuristics query (%s "
           "returned status %d); cuDNN's heuristics answer instead (pinning still applies)\n",

@@ -158,8 +158,11 @@ python3 - "$work/r18a.jsonl" <<'PY' | tee -a "$log" >&3
 import json, sys
 stacks = [json.loads(l) for l in open(sys.argv[1]) if '"type":"stack"' in l]
 frames = [f for s in stacks for f in s.get("native", [])]
-with_line = [f for f in frames if f.get("file") or ":" in f.get("text", "").split(" ")[-1]]
-print(f"stacks {len(stacks)}, native frames {len(frames)}, with a symbol {sum(1 for f in frames if f.get('symbol') or f.get('function'))}, examples:", [f.get("text") for f in frames[:3]])
+with_fn = sum(1 for f in frames if f.get("function"))
+with_line = sum(1 for f in frames if f.get("file"))
+inlined = sum(len(f.get("inlined_into", [])) for f in frames)
+print(f"stacks {len(stacks)}, native frames {len(frames)}: with a function {with_fn}, with file:line {with_line}, "
+      f"inlined callers {inlined}; examples:", [f.get("text") for f in frames[:3]])
 PY
 
 tar -C "$work" -czf "$final/results.tgz" results plans.json 2>/dev/null

@@ -427,6 +427,13 @@ TEST(PlanPinning, BadPlanFilesAreRefusedOrReported) {
   ASSERT_EQ(a["findings"].size(), 1u) << a["findings"].dump(1);
   EXPECT_EQ(a["findings"][0]["rule"], "plan-pinning");
   EXPECT_EQ(a["findings"][0]["evidence"]["plans_in_file"], 0);
+  // CUPROBE_QUIET: nothing printed; the analysis still says it.
+  std::string quiet = fresh_dir("pin-bad-quiet");
+  r = run({program("frontend_search")}, shim_env({{"LD_PRELOAD", shim_preload()}, {"CUPROBE_OUT", quiet},
+                                                   {"CUPROBE_PIN_PLANS", bad}, {"CUPROBE_QUIET", "1"}}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("cuprobe:"), std::string::npos) << r.err;
+  EXPECT_EQ(analyze_json({quiet})["findings"].size(), 1u);
 }
 
 }  // namespace
