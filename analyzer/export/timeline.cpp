@@ -36,11 +36,10 @@ class Names {
   std::unordered_set<std::string> set_;
 };
 
+// What the timeline keeps of a live block besides its size and device.
 struct Live {
-  uint64_t size = 0;
   uint64_t ts_ns = 0;
   const std::string* owner = nullptr;
-  int device = -1;
 };
 
 class Walker {
@@ -161,35 +160,31 @@ class Walker {
       failure(e, v, api);
       return;
     }
-    auto& live = v.physical ? physical_ : addresses_;
-    auto [it, fresh] = live.try_emplace(a.address, Live{a.size, e.ts_ns, a.owner, e.device});
-    if (!fresh) {  // a free the trace did not see: the old block is gone
-      change(it->second.device, it->second.owner, -int64_t(it->second.size), e.ts_ns);
-      it->second = Live{a.size, e.ts_ns, a.owner, e.device};
+    // The replay analyze uses too (memory_replay.h): a live address allocated again lost its free.
+    if (auto old = replay_.alloc(v.physical, a.address, a.size, e.device, Live{e.ts_ns, a.owner})) {
+      change(old->device, old->block.owner, -int64_t(old->size), e.ts_ns);
     }
     change(e.device, a.owner, int64_t(a.size), e.ts_ns);
   }
 
   void on_free(const reader::Event& e, const ApiView& v, const std::string* api) {
-    auto& live = v.physical ? physical_ : addresses_;
-    auto it = live.find(field(e, v.ptr));
-    if (it == live.end()) return;  // allocated before the recording began, or not device memory
+    uint64_t address = field(e, v.ptr);
+    auto gone = replay_.free(v.physical, address);
+    if (!gone) return;  // allocated before the recording began, or not device memory
     AllocationItem a;
     a.tid = e.tid;
     a.ts_ns = e.ts_ns;
     a.dur_ns = e.dur_ns;
-    a.device = it->second.device;
+    a.device = gone->device;
     a.api = api;
-    a.address = it->first;
-    a.size = it->second.size;
+    a.address = address;
+    a.size = gone->size;
     a.freed = true;
-    a.alloc_ts_ns = it->second.ts_ns;
-    a.owner = it->second.owner;
+    a.alloc_ts_ns = gone->block.ts_ns;
+    a.owner = gone->block.owner;
     a.stack = e.stack;
-    Live gone = it->second;
-    live.erase(it);
     sink_.allocation(a);
-    change(gone.device, gone.owner, -int64_t(gone.size), e.ts_ns);
+    change(gone->device, gone->block.owner, -int64_t(gone->size), e.ts_ns);
   }
 
   void change(int device, const std::string* owner, int64_t delta, uint64_t ts) {
@@ -240,7 +235,7 @@ class Walker {
   ProcessInfo info_;
   Names names_;
   std::unordered_set<uint32_t> seen_tids_;
-  std::unordered_map<uint64_t, Live> addresses_, physical_;
+  analysis::MemoryReplay<Live> replay_;
   std::map<int, DeviceBytes> bytes_;
   std::unordered_map<uint16_t, int> workspace_fields_;
   std::vector<const std::string*> api_names_;  // by API id

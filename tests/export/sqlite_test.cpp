@@ -13,6 +13,7 @@
 #include <thread>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -473,6 +474,80 @@ TEST(SqliteExport, NamesTheFileItCannotCreate) {
     ASSERT_FALSE(stats) << where;
     EXPECT_NE(stats.error().message.find("cannot create " + where + ": "), std::string::npos) << stats.error().message;
   }
+}
+
+
+// Issue 27: analyze and the exports replayed device memory separately and disagreed on a trace
+// that allocates an address twice with no free seen in between, frees it, then fails a 100 GiB
+// request (analyze: peak 2 GiB, 1 GiB live at the failure; SQLite: 1 GiB and 0). One replay now
+// (analysis/trackers/memory_replay.h): the block the trace lost the free of is gone when its
+// address is allocated again, everywhere.
+TEST(SqliteExport, MemoryAgreesWithAnalyzeWhenAFreeWasNotSeen) {
+  constexpr uint64_t kGiB = 1ull << 30;
+  std::string dir = fresh_dir("memory-agreement");
+  std::string path = dir + "/lost_free.jsonl";
+  std::ofstream(path)
+      << R"({"type":"process","pid":2701,"ppid":1,"host":"node0","rank":-1,"local_rank":-1,"world_size":-1,"cmdline":["python3","train.py"],"start_ns":1000000000,"start_wall_ns":1796000000000000000,"state":"exited","devices":[{"index":0,"name":"NVIDIA H100","total_mem":85899345920,"uuid":"GPU-fixture-2701","pci_bus_id":"0000:18:00.0","cc":"9.0"}],"end_ns":1010000000})"
+         "\n"
+      << R"({"type":"call","api":"cudaMalloc","ret":0,"ts_ns":1001000000,"dur_ns":20000,"pid":2701,"tid":2701,"device":0,"ptr":"0x7f0000000000","size":1073741824})"
+         "\n"
+      << R"({"type":"call","api":"cudaMalloc","ret":0,"ts_ns":1002000000,"dur_ns":20000,"pid":2701,"tid":2701,"device":0,"ptr":"0x7f0000000000","size":1073741824})"
+         "\n"
+      << R"({"type":"call","api":"cudaFree","ret":0,"ts_ns":1003000000,"dur_ns":20000,"pid":2701,"tid":2701,"device":0,"ptr":"0x7f0000000000"})"
+         "\n"
+      << R"({"type":"call","api":"cudaMalloc","ret":2,"ts_ns":1004000000,"dur_ns":20000,"pid":2701,"tid":2701,"device":0,"ptr":"0x0","size":107374182400})"
+         "\n";
+  // analyze: the device's peak, and what was live at the failure.
+  RunResult a = run({cuprobe_bin(), "analyze", "--json", path});
+  ASSERT_LE(a.status, 1) << a.err;
+  json report = json::parse(a.out);
+  uint64_t peak = report["summary"]["per_process"][0]["memory"][0]["peak"].get<uint64_t>();
+  uint64_t live_at_oom = UINT64_MAX;
+  for (const auto& f : report["findings"]) {
+    if (f["rule"] == "oom-postmortem") live_at_oom = f["evidence"]["live"].get<uint64_t>();
+  }
+  EXPECT_EQ(peak, kGiB);
+  EXPECT_EQ(live_at_oom, 0u);
+  // SQLite (the timeline the report and Perfetto draw from): the same peak and the same live bytes.
+  Db db(export_db({path}, "memory-agreement-db"));
+  EXPECT_EQ(uint64_t(db.count("SELECT max(total_bytes) FROM memory WHERE device = 0")), peak);
+  EXPECT_EQ(uint64_t(db.count("SELECT total_bytes FROM memory WHERE ts_ns <= (SELECT ts_ns FROM allocations WHERE NOT ok) "
+                              "ORDER BY ts_ns DESC, rowid DESC LIMIT 1")),
+            live_at_oom);
+}
+
+// The same agreement on every rule fixture that allocates memory: analyze's per-device peak is the
+// highest total the SQLite export's memory table reaches.
+TEST(SqliteExport, MemoryPeaksAgreeWithAnalyzeOnTheFixtures) {
+  int compared = 0;
+  for (const auto& rule : fs::directory_iterator(kFixtures)) {
+    for (const char* side : {"fire", "quiet"}) {
+      if (!fs::is_directory(rule.path() / side)) continue;
+      for (const auto& entry : fs::directory_iterator(rule.path() / side)) {
+        if (entry.path().extension() != ".jsonl") continue;
+        std::string path = entry.path().string();
+        RunResult a = run({cuprobe_bin(), "analyze", "--json", path});
+        if (a.status > 1) continue;
+        json report = json::parse(a.out, nullptr, false);
+        if (report.is_discarded()) continue;
+        std::unique_ptr<Db> db;
+        for (const auto& p : report["summary"]["per_process"]) {
+          for (const auto& m : p["memory"]) {
+            if (m["peak"].get<uint64_t>() == 0) continue;
+            SCOPED_TRACE(path);
+            if (!db) db = std::make_unique<Db>(export_db({path}, "memory-peaks-db"));
+            int64_t exported = db->count(fmt::format(
+                "SELECT max(m.total_bytes) FROM memory m JOIN processes p ON p.id = m.process_id WHERE p.pid = {} "
+                "AND m.device = {}",
+                p["pid"].get<int64_t>(), m["device"].get<int>()));
+            EXPECT_EQ(uint64_t(exported), m["peak"].get<uint64_t>());
+            ++compared;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 10);
 }
 
 }  // namespace

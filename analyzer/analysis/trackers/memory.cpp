@@ -12,12 +12,12 @@ namespace {
 constexpr int32_t kCudaOom = 2;  // cudaErrorMemoryAllocation
 constexpr size_t kLargest = 5;
 
-// Physical handles and addresses are different name spaces: live allocations keep handles
-// under this tag so that a handle's value can never release an address.
+// Allocation sites are an allocating module's address or, for a call without one, its stack id
+// under this tag.
 constexpr uint64_t kHandleTag = 1ull << 63;
-uint64_t live_key(const ApiView& v, uint64_t value) { return v.physical ? value | kHandleTag : value; }
 
 using LiveAllocation = MemoryTracker::LiveAllocation;
+using Replay = MemoryReplay<LiveAllocation>;
 
 Allocation describe(const reader::Trace& trace, uint64_t ptr, const LiveAllocation& l) {
   Allocation a;
@@ -40,10 +40,10 @@ Allocation describe(const reader::Trace& trace, uint64_t ptr, const LiveAllocati
 }
 
 // Owners of the live allocations on `device`, by bytes.
-std::map<std::string, uint64_t> live_by_owner(const reader::Trace& trace,
-                                              const std::unordered_map<uint64_t, LiveAllocation>& live, int device) {
+std::map<std::string, uint64_t> live_by_owner(const reader::Trace& trace, const Replay& replay, int device) {
   std::map<std::pair<uint16_t, std::pair<uint64_t, uint32_t>>, uint64_t> by_site;  // (api, caller, stack) -> bytes
-  for (const auto& [key, a] : live) {
+  for (const auto& [key, l] : replay.live()) {
+    const LiveAllocation& a = l.block;
     if (a.device == device) by_site[{a.api, {a.caller, a.caller ? 0 : a.stack}}] += a.size;
   }
   std::map<std::string, uint64_t> out;
@@ -79,14 +79,14 @@ void MemoryTracker::describe_live(OomEvent& o) {
   o.live = m.live;
   o.peak = m.peak;
   std::vector<std::pair<uint64_t, const LiveAllocation*>> on_device;
-  for (const auto& [key, a] : live_) {
-    if (a.device == o.device) on_device.emplace_back(key & ~kHandleTag, &a);
+  for (const auto& [key, l] : replay_.live()) {
+    if (l.block.device == o.device) on_device.emplace_back(Replay::address(key), &l.block);
   }
   size_t n = std::min(kLargest, on_device.size());
   std::partial_sort(on_device.begin(), on_device.begin() + ptrdiff_t(n), on_device.end(),
                     [](const auto& x, const auto& y) { return x.second->size > y.second->size; });
   for (size_t k = 0; k < n; ++k) o.largest.push_back(describe(trace_, on_device[k].first, *on_device[k].second));
-  o.live_by_owner = live_by_owner(trace_, live_, o.device);
+  o.live_by_owner = live_by_owner(trace_, replay_, o.device);
 }
 
 void MemoryTracker::on_alloc(const reader::Event& e, const ApiView& v) {
@@ -125,9 +125,15 @@ void MemoryTracker::on_alloc(const reader::Event& e, const ApiView& v) {
       a.during_search = true;
       a.search_problem = *selecting;
     }
+    Site site{e.api, a.caller ? a.caller : uint64_t(a.stack) | kHandleTag};
+    // An address still live lost its free somewhere: that block is gone first (memory_replay.h).
+    if (auto old = replay_.alloc(v.physical, field(e, v.ptr), size, e.device, std::move(a))) {
+      const reader::Api* old_api = trace_.api(old->block.api);
+      release(old->block, v.physical, old_api != nullptr && (old_api->flags & trace::kApiPooled));
+    }
     m.allocated += size;
     ++m.allocations;
-    m.live += size;
+    m.live = replay_.totals(e.device).live;
     if (v.physical) {
       m.physical_live += size;
       m.physical_peak = std::max(m.physical_peak, m.physical_live);
@@ -137,13 +143,11 @@ void MemoryTracker::on_alloc(const reader::Event& e, const ApiView& v) {
       m.pooled_peak = std::max(m.pooled_peak, m.pooled_live);
     }
     if (v.physical) pending_pages_[e.tid] += size;
-    Site site{e.api, a.caller ? a.caller : uint64_t(a.stack) | kHandleTag};
     site_live_[e.device][site] += size;
     if (m.live > m.peak) {
       m.peak = m.live;
       peak_sites_[e.device] = site_live_[e.device];
     }
-    live_[live_key(v, field(e, v.ptr))] = std::move(a);
     // A physical page is a piece of a request (a mapping is made of them): whether the request
     // got its memory is known when it is mapped, not when one more page could be had.
     auto last = v.physical ? last_oom_of_thread_.end() : last_oom_of_thread_.find(e.tid);
@@ -202,18 +206,20 @@ void MemoryTracker::on_free(const reader::Event& e, const ApiView& v) {
       c->ns += e.dur_ns;
     }
   }
-  auto it = live_.find(live_key(v, field(e, v.ptr)));
-  if (it == live_.end()) return;
-  const LiveAllocation& a = it->second;
+  auto gone = replay_.free(v.physical, field(e, v.ptr));
+  if (!gone) return;
+  release(gone->block, v.physical, pooled);
+  recent_frees_.emplace_back(e.ts_ns, gone->size);
+  if (recent_frees_.size() > 4096) recent_frees_.pop_front();
+}
+
+void MemoryTracker::release(const LiveAllocation& a, bool physical, bool pooled) {
   DeviceMemory& m = memory_[a.device];
-  m.live -= std::min(m.live, a.size);
-  if (v.physical) m.physical_live -= std::min(m.physical_live, a.size);
+  m.live = replay_.totals(a.device).live;
+  if (physical) m.physical_live -= std::min(m.physical_live, a.size);
   if (pooled) m.pooled_live -= std::min(m.pooled_live, a.size);
   uint64_t& at_site = site_live_[a.device][Site{a.api, a.caller ? a.caller : uint64_t(a.stack) | kHandleTag}];
   at_site -= std::min(at_site, a.size);
-  recent_frees_.emplace_back(e.ts_ns, a.size);
-  if (recent_frees_.size() > 4096) recent_frees_.pop_front();
-  live_.erase(it);
 }
 
 void MemoryTracker::on_address_space(const reader::Event& e, const ApiView& v) {

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/trackers/memory_replay.h"
 #include "analysis/trackers/searches.h"
 #include "analysis/trackers/tracker.h"
 #include "analysis/trackers/warmup.h"
@@ -77,6 +78,9 @@ class MemoryTracker {
   void on_address_space(const reader::Event& e, const ApiView& v);
   void on_sample(const reader::Event& e, const ApiView& v);
   void on_oom_report(const reader::Event& e, const ApiView& v);
+  // Accounts for a block the replay released (a free, or one replaced by an allocation at its
+  // address); `physical`, `pooled`: the kind of memory the release gives back.
+  void release(const LiveAllocation& a, bool physical, bool pooled);
   void describe_live(OomEvent& o);
   void mark_continued();
 
@@ -87,7 +91,7 @@ class MemoryTracker {
   std::map<int, DeviceMemory> memory_;
   std::map<int, MemoryCoverage> coverage_;
   std::vector<OomEvent> ooms_;
-  std::unordered_map<uint64_t, LiveAllocation> live_;
+  MemoryReplay<LiveAllocation> replay_;  // shared with the export timeline (memory_replay.h)
   // Live bytes per device and allocation site, and their split at the device's peak: owners are
   // named once, at the end.
   std::map<int, std::map<Site, uint64_t>> site_live_, peak_sites_;
