@@ -690,7 +690,10 @@ bool blank(const char* p, size_t n) {
 }
 
 // Whether the bytes at `pos` can start a record of a known type that fits before `used`.
+// Records start on 8-byte boundaries: a position that does not (after a damaged used size) starts
+// none, and is never read as a header (which would be a misaligned access).
 uint32_t plausible_size(const char* data, uint32_t pos, uint32_t used) {
+  if (pos % 8 != 0) return 0;
   auto* h = reinterpret_cast<const trace::RecordHeader*>(data + pos);
   uint32_t size = h->size;
   if (h->type == 0 || h->type > uint8_t(trace::RecordType::kPin)) return 0;

@@ -530,6 +530,23 @@ TEST_F(HandBuiltTrace, ACallWhoseSizeSwallowedTheNextRecordsIsLeftOutAndReported
   EXPECT_NE(analyze_json(path).find("\"trace-integrity\""), std::string::npos);
 }
 
+TEST_F(HandBuiltTrace, AUsedSizeThatIsNotOnARecordBoundaryIsReported) {
+  // CI's mutant 20: a chunk's used size lost 131 bytes (0xf9b0 -> 0xf92d). Records start on 8-byte
+  // boundaries, so the reader must neither look for records at the odd offset (a misaligned read,
+  // which UBSan stopped) nor drop the cut record silently.
+  add_process(std::string("train\0", 6));
+  for (int i = 0; i < 10; ++i) add_call(2000 + 10 * i, 0x1000 + i, 64);
+  chunk(1)->used = 10 * 40 - 13;
+  std::string path = write();
+  auto t = reader::TraceFile::open(path);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(count_events(**t), 9);
+  EXPECT_EQ((*t)->integrity().resyncs, 1u);
+  EXPECT_TRUE(mentions((*t)->diagnostics(), "offset 360: invalid record size 40; the rest of this chunk (27 bytes)"))
+      << joined((*t)->diagnostics());
+  EXPECT_NE(analyze_json(path).find("\"trace-integrity\""), std::string::npos);
+}
+
 TEST_F(HandBuiltTrace, RecordsOfAnUnknownTypeAreCounted) {
   add_process(std::string("train\0", 6));
   add_call(2000, 0x1000, 64);
