@@ -379,7 +379,8 @@ std::string format_uuid(const uint8_t* u) {
 
 }  // namespace
 
-bool TraceFile::load(std::string* error) {
+// Opens and maps the file: regular files only, never blocking, at least a header long.
+bool TraceFile::map_file(std::string* error) {
   // Never blocks: a FIFO or a device named as a trace is refused, not waited on.
   int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
@@ -416,8 +417,11 @@ bool TraceFile::load(std::string* error) {
   }
   base_ = static_cast<const char*>(p);
   guard_slot_ = guard_mapping(base_, size_);
-  trace::FileHeader hdr;
-  std::memcpy(&hdr, base_, sizeof hdr);
+  return true;
+}
+
+// The header's magic, version and layout.
+bool TraceFile::check_header(const trace::FileHeader& hdr, std::string* error) {
   if (std::memcmp(hdr.magic, trace::kMagic, sizeof hdr.magic) != 0) {
     *error = "not a cuprobe trace (bad magic)";
     return false;
@@ -436,20 +440,11 @@ bool TraceFile::load(std::string* error) {
     *error = fmt::format("unexpected layout (header {} bytes, chunks {} bytes)", hdr.header_size, hdr.chunk_size);
     return false;
   }
-  pid_ = hdr.pid;
-  state_ = hdr.state <= uint32_t(trace::FileState::kSnapshot) ? trace::FileState(hdr.state) : trace::FileState::kRecording;
-  end_signal_ = hdr.end_signal;
-  std::memcpy(stats_, hdr.stats, sizeof stats_);
-  start_mono_ns_ = hdr.start.mono_ns;
-  start_real_ns_ = hdr.start.real_ns;
-  std::vector<std::pair<uint64_t, uint64_t>> anchors;
-  anchors.emplace_back(hdr.start.ticks, hdr.start.mono_ns);
-  if (trace::finalized(state_)) {
-    end_mono_ns_ = hdr.end.mono_ns;
-    if (hdr.end.ticks != 0) anchors.emplace_back(hdr.end.ticks, hdr.end.mono_ns);
-  }
+  return true;
+}
 
-  uint64_t in_file = size_ > trace::kFileHeaderSize ? (size_ - trace::kFileHeaderSize) / chunk_size_ : 0;
+// The claimed chunks the file holds (a shorter file is noted), from the header.
+uint64_t TraceFile::claimed_in_file(const trace::FileHeader& hdr, uint64_t in_file) {
   uint64_t claimed = hdr.chunks_claimed;
   if (claimed > in_file) {
     note(fmt::format("the header claims {} chunks but the file holds {}; the file was truncated or its growth failed",
@@ -461,6 +456,10 @@ bool TraceFile::load(std::string* error) {
     }
     claimed = in_file;
   }
+  return claimed;
+}
+
+void TraceFile::set_time_bounds(const trace::FileHeader& hdr, uint64_t claimed) {
   // Where calls can be in time: from the shim's start to its end (or, for a trace that was
   // never finalized, the latest of the chunks' anchors and the file's last modification), with
   // an hour's margin (or the span again) either side of the end. A call outside cannot be part
@@ -488,6 +487,10 @@ bool TraceFile::load(std::string* error) {
     lo_ticks_ = start_ticks > ticks_for(60e9) ? start_ticks - ticks_for(60e9) : 0;
     hi_ticks_ = end_ticks + margin < end_ticks ? UINT64_MAX : end_ticks + margin;
   }
+}
+
+void TraceFile::read_chunks(const trace::FileHeader& hdr, uint64_t claimed, uint64_t in_file,
+                            std::vector<std::pair<uint64_t, uint64_t>>& anchors) {
   calls_per_api_.assign(size_t(UINT16_MAX) + 1, 0);
   recycled_ = (hdr.features & trace::kFeatureFlightRecorder) && hdr.ring.recycled_chunks != 0;
   for (uint32_t i = 0; i < claimed; ++i) read_claimed_chunk(i, i + 1 == claimed, anchors);
@@ -502,6 +505,10 @@ bool TraceFile::load(std::string* error) {
       scan_chunk(uint32_t(i), c, anchors);
     }
   }
+}
+
+// Calls at impossible times are left out, unless most are: then the header's times are wrong.
+void TraceFile::settle_out_of_range() {
   // When most calls fall outside, the header's own times are what is damaged: keep every call.
   if (out_of_range_ > 0 && out_of_range_ * 2 > call_records_) {
     note(fmt::format("the header's start and end times do not fit {} of the {} calls; times may be wrong", out_of_range_,
@@ -518,20 +525,11 @@ bool TraceFile::load(std::string* error) {
     damaged_records_ += out_of_range_;
     ignored_events_ = out_of_range_;
   }
-  anchors.erase(std::remove_if(anchors.begin(), anchors.end(),
-                               [&](const auto& a) { return a.first < lo_ticks_ || a.first > hi_ticks_; }),
-                anchors.end());
-  for (auto& [tid, t] : threads_) {
-    std::sort(t.chunks.begin(), t.chunks.end(), [](const ChunkRef& a, const ChunkRef& b) { return a.seq < b.seq; });
-  }
-  if (!recycled_) check_chunk_order();
-  {
-    std::set<uint32_t> tids;
-    for (const auto& [key, t] : threads_) {
-      if (key != trace::kMetaTid) tids.insert(t.tid);
-    }
-    thread_count_ = tids.size();
-  }
+}
+
+// What needed the whole file read: Python frames' strings, fault counts, the clock, crashes,
+// pins and cuDNN handles.
+void TraceFile::resolve_after_scan(const trace::FileHeader& hdr, std::vector<std::pair<uint64_t, uint64_t>> anchors) {
   // Python frames name their file and function by string ids, known once every chunk was read.
   for (const auto& [id, f] : raw_python_) {
     stacks_[id].python.push_back(PyFrame{string(f.file), string(f.function), f.line});
@@ -579,6 +577,9 @@ bool TraceFile::load(std::string* error) {
     if (r->h.aux < apis_.size() && (apis_[r->h.aux].flags & trace::kApiHandleCreate)) note_handle(tid, r);
   }
   maybe_handles_.clear();
+}
+
+void TraceFile::note_unusable_calls() {
   // Calls of an API the trace does not describe: kept (dump shows them as "unknown"), but the
   // analysis cannot know what they are.
   uint64_t unknown = 0, unknown_ids = 0;
@@ -618,7 +619,9 @@ bool TraceFile::load(std::string* error) {
     damaged_records_ += d.count;
   }
   damage_.clear();
-  check_unchanged("while it was opened");
+}
+
+void TraceFile::merge_counts() {
   // Counts were gathered by slot; name them by API and merge the chunks of each thread.
   std::map<std::tuple<uint32_t, uint16_t, int>, uint64_t> merged;
   for (const RawCount& c : raw_counts_) {
@@ -631,10 +634,54 @@ bool TraceFile::load(std::string* error) {
   }
   raw_counts_.clear();
   for (const auto& [key, n] : merged) counts_.push_back(Count{std::get<0>(key), std::get<1>(key), std::get<2>(key), n});
+}
+
+bool TraceFile::load(std::string* error) {
+  if (!map_file(error)) return false;
+  trace::FileHeader hdr;
+  std::memcpy(&hdr, base_, sizeof hdr);
+  if (!check_header(hdr, error)) return false;
+  pid_ = hdr.pid;
+  state_ = hdr.state <= uint32_t(trace::FileState::kSnapshot) ? trace::FileState(hdr.state) : trace::FileState::kRecording;
+  end_signal_ = hdr.end_signal;
+  std::memcpy(stats_, hdr.stats, sizeof stats_);
+  start_mono_ns_ = hdr.start.mono_ns;
+  start_real_ns_ = hdr.start.real_ns;
+  std::vector<std::pair<uint64_t, uint64_t>> anchors;
+  anchors.emplace_back(hdr.start.ticks, hdr.start.mono_ns);
+  if (trace::finalized(state_)) {
+    end_mono_ns_ = hdr.end.mono_ns;
+    if (hdr.end.ticks != 0) anchors.emplace_back(hdr.end.ticks, hdr.end.mono_ns);
+  }
+
+  uint64_t in_file = size_ > trace::kFileHeaderSize ? (size_ - trace::kFileHeaderSize) / chunk_size_ : 0;
+  uint64_t claimed = claimed_in_file(hdr, in_file);
+  set_time_bounds(hdr, claimed);
+  read_chunks(hdr, claimed, in_file, anchors);
+  settle_out_of_range();
+  anchors.erase(std::remove_if(anchors.begin(), anchors.end(),
+                               [&](const auto& a) { return a.first < lo_ticks_ || a.first > hi_ticks_; }),
+                anchors.end());
+  for (auto& [tid, t] : threads_) {
+    std::sort(t.chunks.begin(), t.chunks.end(), [](const ChunkRef& a, const ChunkRef& b) { return a.seq < b.seq; });
+  }
+  if (!recycled_) check_chunk_order();
+  {
+    std::set<uint32_t> tids;
+    for (const auto& [key, t] : threads_) {
+      if (key != trace::kMetaTid) tids.insert(t.tid);
+    }
+    thread_count_ = tids.size();
+  }
+  resolve_after_scan(hdr, std::move(anchors));
+  note_unusable_calls();
+  check_unchanged("while it was opened");
+  merge_counts();
   if (!has_process_) note("the process record is missing; the trace was cut short while it was being created");
   release_events();  // many traces may be open at once; each pass maps its calls in again
   return true;
 }
+
 
 void TraceFile::read_coverage(const trace::FileHeader& hdr) {
   const trace::RingInfo& r = hdr.ring;
@@ -807,6 +854,273 @@ bool TraceFile::in_range(const trace::CallRecord* r) const {
   return start >= lo_ticks_ && start <= hi_ticks_ && dur <= hi_ticks_ - start;
 }
 
+void TraceFile::read_call(const RecordAt& at) {
+  if (at.size < sizeof(trace::CallRecord)) {
+    damaged("call records too short", at.chunk, at.off);
+    return;
+  }
+  ++call_records_;
+  auto* r = reinterpret_cast<const trace::CallRecord*>(at.rec);
+  uint64_t end = r->start_ticks + call_duration(r);
+  if (end < r->start_ticks) end = UINT64_MAX;
+  last_ticks_any_ = std::max(last_ticks_any_, end);
+  if (!in_range(r)) {
+    if (out_of_range_++ == 0) {
+      first_out_of_range_ = {at.chunk, at.off};
+      first_out_of_range_ticks_ = r->start_ticks;
+    }
+  } else {
+    last_ticks_ = std::max(last_ticks_, end);
+  }
+  ++calls_per_api_[at.h->aux];
+  if (arg_counts_.size() <= at.h->aux) arg_counts_.resize(size_t(at.h->aux) + 1);
+  arg_counts_[at.h->aux][std::min<uint32_t>(tail_words(r) - std::min(optional_words(r), tail_words(r)),
+                                            trace::kMaxCallArgs + 1)]++;
+  if (at.h->aux >= apis_.size() || apis_[at.h->aux].name.empty()) {
+    maybe_handles_.emplace_back(at.tid, r);
+  } else if (apis_[at.h->aux].flags & trace::kApiHandleCreate) {
+    note_handle(at.tid, r);
+  }
+}
+
+void TraceFile::read_api_info(const RecordAt& at) {
+  auto* r = reinterpret_cast<const trace::ApiInfo*>(at.rec);
+  if (!at.fits(sizeof(trace::ApiInfo), at.size < sizeof(trace::ApiInfo) ? 0 : uint64_t(r->name_len) + r->fields_len) ||
+      r->name_len == 0) {
+    damaged("API-info records with bad lengths (calls of those APIs show as \"unknown\")", at.chunk, at.off);
+    return;
+  }
+  if (apis_.size() <= at.h->aux) apis_.resize(size_t(at.h->aux) + 1);
+  Api& a = apis_[at.h->aux];
+  const char* t = r->text;
+  a.name = take(t, r->name_len);
+  a.fields = parse_fields(take(t, r->fields_len));
+  if (a.fields.size() > size_t(trace::kMaxCallArgs)) a.fields.resize(size_t(trace::kMaxCallArgs));
+  a.library = trace::Library(r->library);
+  a.flags = r->flags;
+  // Roles a later cuprobe gave to APIs this file already recorded (trace_format.h).
+  if (const ApiStatic* known = api_by_name(a.name.c_str())) a.flags |= known->flags & trace::kApiLaterRoleFlags;
+  a.count_slot = r->count_slot;
+}
+
+void TraceFile::read_process_info(const RecordAt& at) {
+  auto* r = reinterpret_cast<const trace::ProcessInfo*>(at.rec);
+  if (!at.fits(sizeof(trace::ProcessInfo),
+               at.size < sizeof(trace::ProcessInfo)
+                   ? 0
+                   : uint64_t(r->hostname_len) + r->cmdline_len + r->exe_len + r->cwd_len)) {
+    damaged("process records with bad lengths", at.chunk, at.off);
+    return;
+  }
+  has_process_ = true;
+  process_.pid = r->pid;
+  process_.ppid = r->ppid;
+  process_.rank = r->rank;
+  process_.local_rank = r->local_rank;
+  process_.world_size = r->world_size;
+  process_.uid = r->uid;
+  const char* t = r->text;
+  process_.hostname = take(t, r->hostname_len);
+  std::string cmd = take(t, r->cmdline_len);
+  process_.cmdline.clear();
+  size_t start = 0;
+  while (start < cmd.size()) {
+    size_t end = cmd.find('\0', start);
+    if (end == std::string::npos) end = cmd.size();
+    process_.cmdline.push_back(cmd.substr(start, end - start));
+    start = end + 1;
+  }
+  process_.exe = take(t, r->exe_len);
+  process_.cwd = take(t, r->cwd_len);
+}
+
+void TraceFile::read_problem(const RecordAt& at) {
+  auto* r = reinterpret_cast<const trace::ProblemRecordHead*>(at.rec);
+  trace::ProblemDesc d{};
+  if (at.size < sizeof *r || r->id == 0 || r->id > (1u << 24) ||
+      !trace::unpack_problem(at.rec + sizeof *r, uint32_t(at.size - sizeof *r), &d) ||
+      trace::align8(uint32_t(sizeof *r + trace::packed_problem_size(d))) != at.size) {
+    damaged("problem records with bad lengths (calls of those problems show no problem)", at.chunk, at.off);
+    return;
+  }
+  if (problems_.size() <= r->id) problems_.resize(size_t(r->id) + 1);
+  Problem& p = problems_[r->id];
+  p.id = r->id;
+  p.hash = r->hash;
+  p.typed = true;
+  p.desc = d;
+  char text[2048];
+  size_t len = render_problem(d, text, sizeof text);
+  p.text.assign(text, std::min(len, sizeof text - 1));
+}
+
+void TraceFile::read_knobs(const RecordAt& at) {
+  auto* r = reinterpret_cast<const trace::KnobsRecord*>(at.rec);
+  if (at.size < sizeof(trace::KnobsRecord) || r->n > uint32_t(trace::kMaxKnobsPerSet) ||
+      sizeof(trace::KnobsRecord) + r->n * sizeof(trace::Knob) != at.size || r->id == 0) {
+    damaged("knob records with bad lengths", at.chunk, at.off);
+    return;
+  }
+  KnobSet& k = knob_sets_[r->id];
+  k.knobs.assign(r->knobs, r->knobs + r->n);
+  char text[1024];
+  size_t len = render_knobs(r->knobs, int(r->n), text, sizeof text);
+  k.text.assign(text, std::min(len, sizeof text - 1));
+}
+
+void TraceFile::read_algo_results(const RecordAt& at) {
+  auto* r = reinterpret_cast<const trace::AlgoResultsRecord*>(at.rec);
+  if (at.size < sizeof(trace::AlgoResultsRecord) || r->n > uint32_t(trace::kMaxAlgoResults) ||
+      sizeof(trace::AlgoResultsRecord) + r->n * sizeof(trace::AlgoResult) != at.size || r->id == 0) {
+    damaged("algorithm result records with bad lengths", at.chunk, at.off);
+    return;
+  }
+  algo_results_[r->id].assign(r->results, r->results + r->n);
+}
+
+void TraceFile::read_string(const RecordAt& at) {
+  auto* r = reinterpret_cast<const trace::StringRecord*>(at.rec);
+  if (!at.fits(sizeof(trace::StringRecord), at.size < sizeof(trace::StringRecord) ? 0 : r->len)) {
+    damaged("string records with bad lengths", at.chunk, at.off);
+    return;
+  }
+  strings_[r->id] = std::string(r->text, r->len);
+}
+
+void TraceFile::read_device_info(const RecordAt& at) {
+  if (at.size != sizeof(trace::DeviceInfo)) {
+    damaged("device records of the wrong size", at.chunk, at.off);
+    return;
+  }
+  auto* r = reinterpret_cast<const trace::DeviceInfo*>(at.rec);
+  if (r->index < 0 || r->index >= trace::kMaxDevices) {
+    damaged("device records with an impossible device index", at.chunk, at.off);
+    return;
+  }
+  Device d;
+  d.index = r->index;
+  d.name = std::string(r->name, strnlen(r->name, sizeof r->name));
+  d.total_mem = r->total_mem;
+  // What the driver did not answer is left out (all-zero UUID, negative PCI parts): the
+  // shim writes unknowns, never guesses (shim/driver_queries.h).
+  bool has_uuid = false;
+  for (uint8_t b : r->uuid) has_uuid = has_uuid || b != 0;
+  if (has_uuid) d.uuid = format_uuid(r->uuid);
+  if (r->pci_domain >= 0 && r->pci_bus >= 0 && r->pci_device >= 0) {
+    d.pci_bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", r->pci_domain, r->pci_bus, r->pci_device);
+  }
+  d.cc_major = r->cc_major;
+  d.cc_minor = r->cc_minor;
+  d.multiprocessors = r->multiprocessors;
+  devices_[d.index] = d;
+}
+
+void TraceFile::read_property(const RecordAt& at) {
+  if (at.size != sizeof(trace::PropertyRecord)) {
+    damaged("property records of the wrong size", at.chunk, at.off);
+    return;
+  }
+  auto* r = reinterpret_cast<const trace::PropertyRecord*>(at.rec);
+  properties_[r->key] = r->value;
+}
+
+void TraceFile::read_fault_rule(const RecordAt& at) {
+  auto* r = reinterpret_cast<const trace::FaultRuleRecord*>(at.rec);
+  if (!at.fits(sizeof(trace::FaultRuleRecord),
+               at.size < sizeof(trace::FaultRuleRecord) ? 0 : uint64_t(r->name_len) + r->text_len) ||
+      r->index >= uint32_t(trace::kFaultRuleSlots)) {
+    damaged("fault rule records with bad lengths", at.chunk, at.off);
+    return;
+  }
+  FaultRule fr;
+  fr.index = int(r->index);
+  fr.scope = int(r->scope);
+  fr.name.assign(r->text, r->name_len);
+  fr.text.assign(r->text + r->name_len, r->text_len);
+  fault_rules_.push_back(std::move(fr));
+}
+
+void TraceFile::read_stack(const RecordAt& at) {
+  auto* r = reinterpret_cast<const trace::StackRecord*>(at.rec);
+  if (!at.fits(sizeof(trace::StackRecord), at.size < sizeof(trace::StackRecord)
+                                               ? 0
+                                               : 8ull * r->n_native + sizeof(trace::PyFrame) * uint64_t(r->n_python))) {
+    damaged("stack records with bad lengths", at.chunk, at.off);
+    return;
+  }
+  Stack& st = stacks_[r->id];
+  st.id = r->id;
+  st.pcs.assign(r->pcs, r->pcs + r->n_native);
+  auto* py = reinterpret_cast<const trace::PyFrame*>(r->pcs + r->n_native);
+  for (int i = 0; i < r->n_python; ++i) raw_python_.push_back({r->id, py[i]});
+}
+
+void TraceFile::read_module(const RecordAt& at) {
+  auto* r = reinterpret_cast<const trace::ModuleRecord*>(at.rec);
+  if (!at.fits(sizeof(trace::ModuleRecord),
+               at.size < sizeof(trace::ModuleRecord) ? 0 : uint64_t(r->path_len) + r->build_id_len)) {
+    damaged("module records with bad lengths", at.chunk, at.off);
+    return;
+  }
+  Module m;
+  m.bias = r->bias;
+  m.start = r->start;
+  m.end = r->end;
+  m.path.assign(r->text, r->path_len);
+  for (uint32_t i = 0; i < r->build_id_len; ++i) m.build_id += fmt::format("{:02x}", uint8_t(r->text[r->path_len + i]));
+  modules_.push_back(std::move(m));
+}
+
+void TraceFile::read_anchor(const RecordAt& at) {
+  if (at.size != sizeof(trace::AnchorRecord)) {
+    damaged("clock anchor records of the wrong size", at.chunk, at.off);
+    return;
+  }
+  auto* r = reinterpret_cast<const trace::AnchorRecord*>(at.rec);
+  at.anchors.emplace_back(r->ticks, r->mono_ns);
+}
+
+void TraceFile::read_pin(const RecordAt& at) {
+  if (at.size != sizeof(trace::PinRecord)) {
+    damaged("pin records of the wrong size", at.chunk, at.off);
+    return;
+  }
+  raw_pins_.emplace_back(at.tid, reinterpret_cast<const trace::PinRecord*>(at.rec));
+}
+
+void TraceFile::read_crash(const RecordAt& at) {
+  if (at.size != sizeof(trace::CrashRecord)) {
+    damaged("crash records of the wrong size", at.chunk, at.off);
+    return;
+  }
+  raw_crashes_.emplace_back(at.tid, reinterpret_cast<const trace::CrashRecord*>(at.rec));
+}
+
+void TraceFile::read_thread_end(const RecordAt& at) {
+  if (at.size != sizeof(trace::ThreadEnd)) damaged("thread-end records of the wrong size", at.chunk, at.off);
+}
+
+// The reader of each record type, by RecordType (trace_format.h); nullptr: a type no writer uses.
+const std::array<TraceFile::RecordReader, 17> TraceFile::kRecordReaders = {
+    nullptr,
+    &TraceFile::read_call,          // kCall
+    &TraceFile::read_api_info,      // kApiInfo
+    &TraceFile::read_process_info,  // kProcessInfo
+    &TraceFile::read_string,        // kString
+    &TraceFile::read_device_info,   // kDeviceInfo
+    &TraceFile::read_thread_end,    // kThreadEnd
+    &TraceFile::read_anchor,        // kAnchor
+    &TraceFile::read_crash,         // kCrash
+    &TraceFile::read_property,      // kProperty
+    &TraceFile::read_fault_rule,    // kFaultRule
+    &TraceFile::read_stack,         // kStack
+    &TraceFile::read_module,        // kModule
+    &TraceFile::read_problem,       // kProblem
+    &TraceFile::read_knobs,         // kKnobs
+    &TraceFile::read_algo_results,  // kAlgoResults
+    &TraceFile::read_pin,           // kPin
+};
+
 // Every length is checked against the record before the bytes it names are read: a record is
 // used whole or not at all, and each one left out is counted by kind (damaged()).
 void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
@@ -880,261 +1194,12 @@ void TraceFile::scan_chunk(uint32_t index, const trace::ChunkHeader* c,
       off = next;
       continue;
     }
-    const char* rec = data + off;
-    const size_t size = h->size;
-    // A record with text is exactly its fixed part and its text, rounded up to 8 bytes, as the shim
-    // writes it: a size that is not is damage (a record of another type read as this one).
-    auto fits = [&](size_t fixed, uint64_t text) {
-      return size >= fixed && text <= size - fixed && trace::align8(uint32_t(fixed + text)) == size;
-    };
-    switch (trace::RecordType(h->type)) {
-      case trace::RecordType::kCall: {
-        if (size < sizeof(trace::CallRecord)) {
-          damaged("call records too short", index, off);
-          break;
-        }
-        ++call_records_;
-        auto* r = reinterpret_cast<const trace::CallRecord*>(rec);
-        uint64_t end = r->start_ticks + call_duration(r);
-        if (end < r->start_ticks) end = UINT64_MAX;
-        last_ticks_any_ = std::max(last_ticks_any_, end);
-        if (!in_range(r)) {
-          if (out_of_range_++ == 0) {
-            first_out_of_range_ = {index, off};
-            first_out_of_range_ticks_ = r->start_ticks;
-          }
-        } else {
-          last_ticks_ = std::max(last_ticks_, end);
-        }
-        ++calls_per_api_[h->aux];
-        if (arg_counts_.size() <= h->aux) arg_counts_.resize(size_t(h->aux) + 1);
-        arg_counts_[h->aux][std::min<uint32_t>(tail_words(r) - std::min(optional_words(r), tail_words(r)),
-                                               trace::kMaxCallArgs + 1)]++;
-        if (h->aux >= apis_.size() || apis_[h->aux].name.empty()) {
-          maybe_handles_.emplace_back(tid, r);
-        } else if (apis_[h->aux].flags & trace::kApiHandleCreate) {
-          note_handle(tid, r);
-        }
-        break;
-      }
-      case trace::RecordType::kApiInfo: {
-        auto* r = reinterpret_cast<const trace::ApiInfo*>(rec);
-        if (!fits(sizeof(trace::ApiInfo), size < sizeof(trace::ApiInfo) ? 0 : uint64_t(r->name_len) + r->fields_len) ||
-            r->name_len == 0) {
-          damaged("API-info records with bad lengths (calls of those APIs show as \"unknown\")", index, off);
-          break;
-        }
-        if (apis_.size() <= h->aux) apis_.resize(size_t(h->aux) + 1);
-        Api& a = apis_[h->aux];
-        const char* t = r->text;
-        a.name = take(t, r->name_len);
-        a.fields = parse_fields(take(t, r->fields_len));
-        if (a.fields.size() > size_t(trace::kMaxCallArgs)) a.fields.resize(size_t(trace::kMaxCallArgs));
-        a.library = trace::Library(r->library);
-        a.flags = r->flags;
-        // Roles a later cuprobe gave to APIs this file already recorded (trace_format.h).
-        if (const ApiStatic* known = api_by_name(a.name.c_str())) a.flags |= known->flags & trace::kApiLaterRoleFlags;
-        a.count_slot = r->count_slot;
-        break;
-      }
-      case trace::RecordType::kProcessInfo: {
-        auto* r = reinterpret_cast<const trace::ProcessInfo*>(rec);
-        if (!fits(sizeof(trace::ProcessInfo),
-                  size < sizeof(trace::ProcessInfo)
-                      ? 0
-                      : uint64_t(r->hostname_len) + r->cmdline_len + r->exe_len + r->cwd_len)) {
-          damaged("process records with bad lengths", index, off);
-          break;
-        }
-        has_process_ = true;
-        process_.pid = r->pid;
-        process_.ppid = r->ppid;
-        process_.rank = r->rank;
-        process_.local_rank = r->local_rank;
-        process_.world_size = r->world_size;
-        process_.uid = r->uid;
-        const char* t = r->text;
-        process_.hostname = take(t, r->hostname_len);
-        std::string cmd = take(t, r->cmdline_len);
-        process_.cmdline.clear();
-        size_t start = 0;
-        while (start < cmd.size()) {
-          size_t end = cmd.find('\0', start);
-          if (end == std::string::npos) end = cmd.size();
-          process_.cmdline.push_back(cmd.substr(start, end - start));
-          start = end + 1;
-        }
-        process_.exe = take(t, r->exe_len);
-        process_.cwd = take(t, r->cwd_len);
-        break;
-      }
-      case trace::RecordType::kProblem: {
-        auto* r = reinterpret_cast<const trace::ProblemRecordHead*>(rec);
-        trace::ProblemDesc d{};
-        if (size < sizeof *r || r->id == 0 || r->id > (1u << 24) ||
-            !trace::unpack_problem(rec + sizeof *r, uint32_t(size - sizeof *r), &d) ||
-            trace::align8(uint32_t(sizeof *r + trace::packed_problem_size(d))) != size) {
-          damaged("problem records with bad lengths (calls of those problems show no problem)", index, off);
-          break;
-        }
-        if (problems_.size() <= r->id) problems_.resize(size_t(r->id) + 1);
-        Problem& p = problems_[r->id];
-        p.id = r->id;
-        p.hash = r->hash;
-        p.typed = true;
-        p.desc = d;
-        char text[2048];
-        size_t len = render_problem(d, text, sizeof text);
-        p.text.assign(text, std::min(len, sizeof text - 1));
-        break;
-      }
-      case trace::RecordType::kKnobs: {
-        auto* r = reinterpret_cast<const trace::KnobsRecord*>(rec);
-        if (size < sizeof(trace::KnobsRecord) || r->n > uint32_t(trace::kMaxKnobsPerSet) ||
-            sizeof(trace::KnobsRecord) + r->n * sizeof(trace::Knob) != size || r->id == 0) {
-          damaged("knob records with bad lengths", index, off);
-          break;
-        }
-        KnobSet& k = knob_sets_[r->id];
-        k.knobs.assign(r->knobs, r->knobs + r->n);
-        char text[1024];
-        size_t len = render_knobs(r->knobs, int(r->n), text, sizeof text);
-        k.text.assign(text, std::min(len, sizeof text - 1));
-        break;
-      }
-      case trace::RecordType::kAlgoResults: {
-        auto* r = reinterpret_cast<const trace::AlgoResultsRecord*>(rec);
-        if (size < sizeof(trace::AlgoResultsRecord) || r->n > uint32_t(trace::kMaxAlgoResults) ||
-            sizeof(trace::AlgoResultsRecord) + r->n * sizeof(trace::AlgoResult) != size || r->id == 0) {
-          damaged("algorithm result records with bad lengths", index, off);
-          break;
-        }
-        algo_results_[r->id].assign(r->results, r->results + r->n);
-        break;
-      }
-      case trace::RecordType::kString: {
-        auto* r = reinterpret_cast<const trace::StringRecord*>(rec);
-        if (!fits(sizeof(trace::StringRecord), size < sizeof(trace::StringRecord) ? 0 : r->len)) {
-          damaged("string records with bad lengths", index, off);
-          break;
-        }
-        strings_[r->id] = std::string(r->text, r->len);
-        break;
-      }
-      case trace::RecordType::kDeviceInfo: {
-        if (size != sizeof(trace::DeviceInfo)) {
-          damaged("device records of the wrong size", index, off);
-          break;
-        }
-        auto* r = reinterpret_cast<const trace::DeviceInfo*>(rec);
-        if (r->index < 0 || r->index >= trace::kMaxDevices) {
-          damaged("device records with an impossible device index", index, off);
-          break;
-        }
-        Device d;
-        d.index = r->index;
-        d.name = std::string(r->name, strnlen(r->name, sizeof r->name));
-        d.total_mem = r->total_mem;
-        // What the driver did not answer is left out (all-zero UUID, negative PCI parts): the
-        // shim writes unknowns, never guesses (shim/driver_queries.h).
-        bool has_uuid = false;
-        for (uint8_t b : r->uuid) has_uuid = has_uuid || b != 0;
-        if (has_uuid) d.uuid = format_uuid(r->uuid);
-        if (r->pci_domain >= 0 && r->pci_bus >= 0 && r->pci_device >= 0) {
-          d.pci_bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", r->pci_domain, r->pci_bus, r->pci_device);
-        }
-        d.cc_major = r->cc_major;
-        d.cc_minor = r->cc_minor;
-        d.multiprocessors = r->multiprocessors;
-        devices_[d.index] = d;
-        break;
-      }
-      case trace::RecordType::kProperty: {
-        if (size != sizeof(trace::PropertyRecord)) {
-          damaged("property records of the wrong size", index, off);
-          break;
-        }
-        auto* r = reinterpret_cast<const trace::PropertyRecord*>(rec);
-        properties_[r->key] = r->value;
-        break;
-      }
-      case trace::RecordType::kFaultRule: {
-        auto* r = reinterpret_cast<const trace::FaultRuleRecord*>(rec);
-        if (!fits(sizeof(trace::FaultRuleRecord),
-                  size < sizeof(trace::FaultRuleRecord) ? 0 : uint64_t(r->name_len) + r->text_len) ||
-            r->index >= uint32_t(trace::kFaultRuleSlots)) {
-          damaged("fault rule records with bad lengths", index, off);
-          break;
-        }
-        FaultRule fr;
-        fr.index = int(r->index);
-        fr.scope = int(r->scope);
-        fr.name.assign(r->text, r->name_len);
-        fr.text.assign(r->text + r->name_len, r->text_len);
-        fault_rules_.push_back(std::move(fr));
-        break;
-      }
-      case trace::RecordType::kStack: {
-        auto* r = reinterpret_cast<const trace::StackRecord*>(rec);
-        if (!fits(sizeof(trace::StackRecord),
-                  size < sizeof(trace::StackRecord)
-                      ? 0
-                      : 8ull * r->n_native + sizeof(trace::PyFrame) * uint64_t(r->n_python))) {
-          damaged("stack records with bad lengths", index, off);
-          break;
-        }
-        Stack& st = stacks_[r->id];
-        st.id = r->id;
-        st.pcs.assign(r->pcs, r->pcs + r->n_native);
-        auto* py = reinterpret_cast<const trace::PyFrame*>(r->pcs + r->n_native);
-        for (int i = 0; i < r->n_python; ++i) raw_python_.push_back({r->id, py[i]});
-        break;
-      }
-      case trace::RecordType::kModule: {
-        auto* r = reinterpret_cast<const trace::ModuleRecord*>(rec);
-        if (!fits(sizeof(trace::ModuleRecord),
-                  size < sizeof(trace::ModuleRecord) ? 0 : uint64_t(r->path_len) + r->build_id_len)) {
-          damaged("module records with bad lengths", index, off);
-          break;
-        }
-        Module m;
-        m.bias = r->bias;
-        m.start = r->start;
-        m.end = r->end;
-        m.path.assign(r->text, r->path_len);
-        for (uint32_t i = 0; i < r->build_id_len; ++i) m.build_id += fmt::format("{:02x}", uint8_t(r->text[r->path_len + i]));
-        modules_.push_back(std::move(m));
-        break;
-      }
-      case trace::RecordType::kAnchor: {
-        if (size != sizeof(trace::AnchorRecord)) {
-          damaged("clock anchor records of the wrong size", index, off);
-          break;
-        }
-        auto* r = reinterpret_cast<const trace::AnchorRecord*>(rec);
-        anchors.emplace_back(r->ticks, r->mono_ns);
-        break;
-      }
-      case trace::RecordType::kPin:
-        if (size != sizeof(trace::PinRecord)) {
-          damaged("pin records of the wrong size", index, off);
-          break;
-        }
-        raw_pins_.emplace_back(tid, reinterpret_cast<const trace::PinRecord*>(rec));
-        break;
-      case trace::RecordType::kCrash:
-        if (size != sizeof(trace::CrashRecord)) {
-          damaged("crash records of the wrong size", index, off);
-          break;
-        }
-        raw_crashes_.emplace_back(tid, reinterpret_cast<const trace::CrashRecord*>(rec));
-        break;
-      case trace::RecordType::kThreadEnd:
-        if (size != sizeof(trace::ThreadEnd)) damaged("thread-end records of the wrong size", index, off);
-        break;
-      default:
-        damaged("records of a type this cuprobe does not know (damaged, or written by a newer cuprobe)", index, off);
-        break;
+    const auto type = h->type;
+    RecordAt at{data + off, h->size, index, off, tid, h, anchors};
+    if (type < kRecordReaders.size() && kRecordReaders[type] != nullptr) {
+      (this->*kRecordReaders[type])(at);
+    } else {
+      damaged("records of a type this cuprobe does not know (damaged, or written by a newer cuprobe)", index, off);
     }
     off += h->size;
   }

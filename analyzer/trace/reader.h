@@ -347,7 +347,48 @@ class TraceFile : public Trace {
  private:
   TraceFile() = default;
   bool load(std::string* error);
+  bool map_file(std::string* error);
+  bool check_header(const trace::FileHeader& hdr, std::string* error);
+  uint64_t claimed_in_file(const trace::FileHeader& hdr, uint64_t in_file);
+  void set_time_bounds(const trace::FileHeader& hdr, uint64_t claimed);
+  void read_chunks(const trace::FileHeader& hdr, uint64_t claimed, uint64_t in_file,
+                   std::vector<std::pair<uint64_t, uint64_t>>& anchors);
+  void settle_out_of_range();
+  void resolve_after_scan(const trace::FileHeader& hdr, std::vector<std::pair<uint64_t, uint64_t>> anchors);
+  void note_unusable_calls();
+  void merge_counts();
   void scan_chunk(uint32_t index, const trace::ChunkHeader* c, std::vector<std::pair<uint64_t, uint64_t>>& anchors);
+  // One record of a chunk, as the record-type readers get it (scan_chunk has checked its size).
+  struct RecordAt {
+    const char* rec;
+    size_t size;
+    uint32_t chunk, off, tid;
+    const trace::RecordHeader* h;
+    std::vector<std::pair<uint64_t, uint64_t>>& anchors;
+    // A record with text is exactly its fixed part and its text, rounded up to 8 bytes, as the
+    // shim writes it: a size that is not is damage (a record of another type read as this one).
+    bool fits(size_t fixed, uint64_t text) const {
+      return size >= fixed && text <= size - fixed && trace::align8(uint32_t(fixed + text)) == size;
+    }
+  };
+  using RecordReader = void (TraceFile::*)(const RecordAt&);
+  static const std::array<RecordReader, 17> kRecordReaders;
+  void read_call(const RecordAt& at);
+  void read_api_info(const RecordAt& at);
+  void read_process_info(const RecordAt& at);
+  void read_string(const RecordAt& at);
+  void read_device_info(const RecordAt& at);
+  void read_thread_end(const RecordAt& at);
+  void read_anchor(const RecordAt& at);
+  void read_crash(const RecordAt& at);
+  void read_property(const RecordAt& at);
+  void read_fault_rule(const RecordAt& at);
+  void read_stack(const RecordAt& at);
+  void read_module(const RecordAt& at);
+  void read_problem(const RecordAt& at);
+  void read_knobs(const RecordAt& at);
+  void read_algo_results(const RecordAt& at);
+  void read_pin(const RecordAt& at);
   void note_handle(uint32_t tid, const trace::CallRecord* r);
   void damaged(const char* what, uint32_t chunk, uint32_t off);
   void read_coverage(const trace::FileHeader& hdr);
