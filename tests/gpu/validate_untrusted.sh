@@ -144,7 +144,9 @@ else
 fi
 
 # 5. Bytes: non-UTF-8 argv with escape sequences.
-timeout 120 cuprobe record -q -o "$work/bytes" -- bash -c "exec -a \$'py\\xff\\x1b]0;pwned\\x07\\x1b[2J' python3 $work/tiny.py" >"$out/bytes.txt" 2>&1
+# (In the arguments, not argv[0]: a venv's python3 started under another name cannot find its
+# packages.)
+timeout 120 cuprobe record -q -o "$work/bytes" -- python3 "$work/tiny.py" $'py\xff\x1b]0;pwned\x07\x1b[2J' >"$out/bytes.txt" 2>&1
 say "non-UTF-8 argv with escapes recorded: exit $?"
 timeout 120 cuprobe export -q --format sqlite -o "$work/bytes.sqlite" "$work/bytes" >>"$log" 2>&1
 say "sqlite export of it: exit $?"
