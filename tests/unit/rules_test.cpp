@@ -3,6 +3,8 @@
 // Also the rule data handling: loading, overriding, --set, message templates.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -240,6 +242,30 @@ TEST(Rules, DivergenceWithBenchmarkOffOnOneRankIsConfigurationDrift) {
     if (p["measured"] == 0) rank1_null = p["chosen_plans_ms"].is_null();
   }
   EXPECT_TRUE(rank1_null) << f.evidence["per_process"].dump();
+}
+
+TEST(Rules, DivergenceOnDifferentGpuModelsIsLibraryDrift) {
+  // fire/ with rank 1 on another model of the card: the cause is the drift, not the plans.
+  fs::path dir = fs::temp_directory_path() / fmt::format("cuprobe-libdrift-{}", ::getpid());
+  fs::create_directories(dir);
+  for (const std::string& rank : {"rank0.jsonl", "rank1.jsonl"}) {
+    std::ifstream in(fs::path(kRules) / "fixtures/algo-divergence/fire" / rank);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (rank == "rank1.jsonl") {
+      auto at = text.find("\"name\":\"NVIDIA H100\"");
+      ASSERT_NE(at, std::string::npos);
+      text.replace(at, 20, "\"name\":\"NVIDIA H100 PCIe\"");
+    }
+    std::ofstream(dir / rank) << text;
+  }
+  auto findings = run({(dir / "rank0.jsonl").string(), (dir / "rank1.jsonl").string()}, "algo-divergence");
+  fs::remove_all(dir);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].evidence["cause"], "library, driver or GPU drift");
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);
+  EXPECT_EQ(findings[0].message.rfind("the ranks run different libraries, drivers or GPUs: GPU NVIDIA H100 (cc 9.0) on "
+                                      "rank 0, NVIDIA H100 PCIe (cc 9.0) on rank 1", 0), 0u)
+      << findings[0].message;
 }
 
 TEST(Rules, DivergenceAtKnobLevelWithTheSameConfigurationIsTimingNoise) {
