@@ -20,13 +20,23 @@
 
 namespace cuprobe::analysis {
 
+// What an allocation was for, as far as the trace says (Allocation::purpose is its text).
+enum class AllocationKind {
+  kSearchWorkspace,  // allocated while cuDNN chose a plan: the search's workspace
+  kPhysical,         // physical memory (cuMemCreate) mapped into a reserved range
+  kCachingSegment,   // a segment of PyTorch's caching allocator
+  kOtherOwner,       // allocated by a known owner other than PyTorch's allocators (NCCL, cuBLAS, ...)
+  kPlain,            // nothing more is known
+};
+
 struct Allocation {
   uint64_t ptr = 0;
   uint64_t size = 0;
   uint64_t ts_ns = 0;
   uint32_t tid = 0;
   std::string api;
-  std::string purpose;  // "search workspace for <problem>", "plan workspace", ...
+  AllocationKind kind = AllocationKind::kPlain;
+  std::string purpose;  // kind in words: "workspace while cuDNN chose a plan for <problem>", ...
   std::string owner;    // who asked for it (owner_of): "PyTorch caching allocator", "NCCL", ...
   uint32_t stack = 0;   // where it was allocated, when the trace has the stack
 };
@@ -85,6 +95,7 @@ struct OomEvent {
   uint64_t event_index = 0;
   std::string search_problem;          // the search in progress, when there was one
   std::string injected_by;             // the fault rule that replaced the call ("mem-cap": the memory cap)
+  bool mem_cap = false;                // that rule was the memory cap (cuprobe record --mem-cap)
   uint32_t stack = 0;                  // where the failed call was made
   // The framework's own report of the failure (PyTorch's caching allocator, once it gave up):
   // the request as its error message states it, 0 when there was none.

@@ -248,7 +248,7 @@ TEST(Rules, DivergenceOnDifferentGpuModelsIsLibraryDrift) {
   // fire/ with rank 1 on another model of the card: the cause is the drift, not the plans.
   fs::path dir = fs::temp_directory_path() / fmt::format("cuprobe-libdrift-{}", ::getpid());
   fs::create_directories(dir);
-  for (const std::string& rank : {"rank0.jsonl", "rank1.jsonl"}) {
+  for (std::string rank : {"rank0.jsonl", "rank1.jsonl"}) {
     std::ifstream in(fs::path(kRules) / "fixtures/algo-divergence/fire" / rank);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (rank == "rank1.jsonl") {

@@ -106,7 +106,8 @@ void workspace_blowup(const RuleSpec& spec, const AllFacts& all, const Emit& emi
     }
     int ooms_after = 0;
     // Failures a fault rule made are not the workspace's doing; the memory cap's are (a smaller device).
-    for (const auto& o : p.ooms) ooms_after += o.search_problem.empty() || (!o.injected_by.empty() && o.injected_by != "mem-cap") ? 0 : 1;
+    for (const auto& o : p.ooms)
+      ooms_after += o.search_problem.empty() || (!o.injected_by.empty() && !o.mem_cap) ? 0 : 1;
     // Alone, failures during plan selection are PyTorch's search under memory pressure (it moves
     // on to plans needing less): the out-of-memory story (oom-postmortem), not a workspace's.
     if (items.empty()) continue;

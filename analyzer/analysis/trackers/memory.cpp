@@ -31,11 +31,28 @@ Allocation describe(const reader::Trace& trace, uint64_t ptr, const LiveAllocati
   a.owner = api ? owner_of(trace, *api, l.caller, l.stack) : "unknown";
   bool physical = api && (api->flags & trace::kApiPhysical);
   bool torch_allocator = a.owner.rfind("PyTorch", 0) == 0;
-  a.purpose = l.during_search ? "workspace while cuDNN chose a plan for " + l.search_problem
-              : physical      ? "physical memory mapped into a reserved range"
-              : torch_allocator && (l.size % (2u << 20)) == 0 ? "caching-allocator segment"
-              : a.owner != "unknown" && !torch_allocator      ? "allocated by " + a.owner
-                                                              : "allocation";
+  a.kind = l.during_search                                 ? AllocationKind::kSearchWorkspace
+           : physical                                      ? AllocationKind::kPhysical
+           : torch_allocator && (l.size % (2u << 20)) == 0 ? AllocationKind::kCachingSegment
+           : a.owner != "unknown" && !torch_allocator      ? AllocationKind::kOtherOwner
+                                                           : AllocationKind::kPlain;
+  switch (a.kind) {
+    case AllocationKind::kSearchWorkspace:
+      a.purpose = "workspace while cuDNN chose a plan for " + l.search_problem;
+      break;
+    case AllocationKind::kPhysical:
+      a.purpose = "physical memory mapped into a reserved range";
+      break;
+    case AllocationKind::kCachingSegment:
+      a.purpose = "caching-allocator segment";
+      break;
+    case AllocationKind::kOtherOwner:
+      a.purpose = "allocated by " + a.owner;
+      break;
+    case AllocationKind::kPlain:
+      a.purpose = "allocation";
+      break;
+  }
   return a;
 }
 
@@ -182,6 +199,7 @@ void MemoryTracker::on_alloc(const reader::Event& e, const ApiView& v) {
     if (e.injected()) {
       const reader::FaultRule* r = trace_.fault_rule(e.fault_rule);
       o.injected_by = r ? r->name : fmt::format("rule{}", e.fault_rule + 1);
+      o.mem_cap = r && r->is_mem_cap();
     }
     o.event_index = events_;
     auto last = last_oom_of_thread_.find(e.tid);
