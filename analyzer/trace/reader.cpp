@@ -811,7 +811,9 @@ void TraceFile::read_claimed_chunk(uint32_t index, bool last, std::vector<std::p
 // later and later. A thread id the system gave again to a new thread numbers from 0 again: then
 // the numbers repeat and nothing is concluded.
 void TraceFile::check_chunk_order() {
-  for (const auto& [key, t] : threads_) {
+  for (const auto& entry : threads_) {
+    const uint32_t key = entry.first;
+    const auto& t = entry.second;  // a plain reference: clang before 16 cannot capture a structured binding
     auto header = [&](size_t k) {
       return reinterpret_cast<const trace::ChunkHeader*>(base_ + trace::kFileHeaderSize +
                                                          size_t(t.chunks[k].index) * chunk_size_);
