@@ -84,7 +84,7 @@ class Table {
     size_t bytes = sizeof(Slot) * kSlots + size_t(kEntries) * kEntry;
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) return false;
-    void* expected = nullptr;
+    Slot* expected = nullptr;
     if (!__atomic_compare_exchange_n(&slots_, &expected, static_cast<Slot*>(p), false, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE)) {
       munmap(p, bytes);  // another thread mapped it first
