@@ -15,6 +15,7 @@
 #include <set>
 
 #include "analysis/common.h"
+#include "analysis/enum_names.h"
 #include "analysis/pinning.h"
 #include "analysis/rules.h"
 #include "analysis/trackers/config.h"
@@ -205,12 +206,7 @@ constexpr std::pair<Cause, const char*> kCauseNames[] = {
     {Cause::kTimingNoise, "timing noise among near-equal candidates"},
 };
 
-const char* name_of(Cause c) {
-  for (const auto& [cause, name] : kCauseNames) {
-    if (cause == c) return name;
-  }
-  return "";
-}
+const char* name_of(Cause c) { return name_in(kCauseNames, c); }
 
 struct Params {
   double near_tie, slower, noise, clear_gap;

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "analysis/common.h"
+#include "analysis/enum_names.h"
 #include "analysis/rules.h"
 
 namespace cuprobe::analysis {
@@ -22,12 +23,7 @@ constexpr std::pair<Cause, const char*> kCauseNames[] = {
     {Cause::kMemoryFull, "memory full"},
 };
 
-const char* name_of(Cause c) {
-  for (const auto& [cause, name] : kCauseNames) {
-    if (cause == c) return name;
-  }
-  return "";
-}
+const char* name_of(Cause c) { return name_in(kCauseNames, c); }
 
 // A request is a failure and, when PyTorch retried it after freeing its cache, the retry; the
 // retry's moment (after the flush) is what the application's error describes.
