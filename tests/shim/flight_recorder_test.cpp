@@ -228,8 +228,12 @@ TEST(FlightRecorder, ACaptureWindowRecordsRoutineCallsOnlyInsideIt) {
   // The delay counts from the shim's start, the trace's clock from a little later; under TSan that
   // gap grew to 22 ms in CI (3ca4280), and to 78 ms on the 2-core VM once the runtime double
   // opened the driver double and initialised it in its first call (issue 25's device queries):
-  // a sanitized dlopen in between.
-  EXPECT_NEAR(cov["window_from_s"].get<double>(), 1.0, CUPROBE_SANITIZED || CUPROBE_THREAD_SANITIZED ? 0.15 : 0.01);
+  // a sanitized dlopen in between; and to 185 ms in CI's ASan stage on a loaded runner. The trace
+  // never starts before the shim, so the window is never later than the delay on the trace's clock;
+  // how much earlier depends on the machine's load, bounded loosely under sanitizers.
+  double from_s = cov["window_from_s"].get<double>();
+  EXPECT_LE(from_s, 1.0 + 1e-3);
+  EXPECT_GT(from_s, CUPROBE_SANITIZED || CUPROBE_THREAD_SANITIZED ? 0.5 : 0.95);
   EXPECT_TRUE(cov["window_to_s"].is_null());
   // Only the copies and executions just after a search (kept with the search) are there.
   EXPECT_LT(s.calls("cudaMemcpyAsync") * 4, whole.calls("cudaMemcpyAsync"));
