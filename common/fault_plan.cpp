@@ -244,148 +244,190 @@ uint64_t splitmix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-bool parse_rule(Span text, int index, Rule* r, char* err, size_t cap) {
-  memset(r, 0, sizeof *r);
-  r->engine = -1;
-  r->device = -1;
-  r->rank = -1;
-  r->pid = -1;
-  r->probability = -1;
-  snprintf(r->name, sizeof r->name, "rule%d", index + 1);
-  size_t tl = text.len() < sizeof r->text - 1 ? text.len() : sizeof r->text - 1;
-  if (text.len() >= sizeof r->text) {
-    fail(err, cap, "fault rule %d is longer than %zu characters", index + 1, sizeof r->text - 1);
-    return false;
+// One rule's text -> Rule, in steps: the CALLS:ERROR head (calls, then error), then each
+// KEY OP VALUE option, then checks across options. Every message names the rule and quotes it.
+class RuleParser {
+ public:
+  RuleParser(int index, Rule* r, char* err, size_t cap) : index_(index), r_(r), err_(err), cap_(cap) {}
+
+  bool parse(Span text) {
+    const char* pos = text.b;
+    Span head;
+    next_item(&pos, text.e, ",", &head);
+    if (!start(text) || !parse_head(trim(head))) return false;
+    Span item;
+    while (next_item(&pos, text.e, ",", &item)) {
+      item = trim(item);
+      if (item.len() != 0 && !parse_option(item)) return false;
+    }
+    return finish();
   }
-  memcpy(r->text, text.b, tl);
-  r->text[tl] = 0;
-  const char* where = r->text;  // messages quote the rule
-  bool seed_given = false;
+
+ private:
+  bool start(Span text) {
+    Rule* r = r_;
+    memset(r, 0, sizeof *r);
+    r->engine = -1;
+    r->device = -1;
+    r->rank = -1;
+    r->pid = -1;
+    r->probability = -1;
+    snprintf(r->name, sizeof r->name, "rule%d", index_ + 1);
+    size_t tl = text.len() < sizeof r->text - 1 ? text.len() : sizeof r->text - 1;
+    if (text.len() >= sizeof r->text) {
+      fail(err_, cap_, "fault rule %d is longer than %zu characters", index_ + 1, sizeof r->text - 1);
+      return false;
+    }
+    memcpy(r->text, text.b, tl);
+    r->text[tl] = 0;
+    where_ = r->text;  // messages quote the rule
+    return true;
+  }
 
   // CALLS ':' ERROR
-  const char* pos = text.b;
-  Span head;
-  next_item(&pos, text.e, ",", &head);
-  head = trim(head);
-  const char* colon = static_cast<const char*>(memchr(head.b, ':', head.len()));
-  if (colon == nullptr) {
-    fail(err, cap, "fault rule %d ('%s'): expected CALLS:ERROR at its start, for example alloc:OOM or cudnn-execute:NOT_SUPPORTED",
-         index + 1, where);
-    return false;
-  }
-  Span calls = trim(Span{head.b, colon});
-  Span error = trim(Span{colon + 1, head.e});
-  if (calls.len() == 0) {
-    fail(err, cap, "fault rule %d ('%s'): no calls named before ':'; groups: %s, or an API name", index + 1, where,
-         group_names());
-    return false;
-  }
-  const char* cp = calls.b;
-  Span one;
-  bool any_cudart = false, any_cudnn = false;
-  while (next_item(&cp, calls.e, "|", &one)) {
-    one = trim(one);
-    bool found = false;
-    for (const auto& g : kGroups) {
-      if (!one.is(g.name)) continue;
-      found = true;
-      for (int a = 0; a < kApiCount; ++a)
-        if (g.has(a)) r->apis[a / 64] |= 1ull << (a % 64);
+  bool parse_head(Span head) {
+    const char* colon = static_cast<const char*>(memchr(head.b, ':', head.len()));
+    if (colon == nullptr) {
+      fail(err_, cap_, "fault rule %d ('%s'): expected CALLS:ERROR at its start, for example alloc:OOM or cudnn-execute:NOT_SUPPORTED",
+           index_ + 1, where_);
+      return false;
     }
-    if (!found) {
+    Span calls = trim(Span{head.b, colon});
+    Span error = trim(Span{colon + 1, head.e});
+    if (calls.len() == 0) {
+      fail(err_, cap_, "fault rule %d ('%s'): no calls named before ':'; groups: %s, or an API name", index_ + 1, where_,
+           group_names());
+      return false;
+    }
+    return parse_calls(calls) && parse_error(error);
+  }
+
+  // Call groups and API names joined by '|'.
+  bool parse_calls(Span calls) {
+    const char* cp = calls.b;
+    Span one;
+    while (next_item(&cp, calls.e, "|", &one)) {
+      one = trim(one);
+      bool found = false;
+      for (const auto& g : kGroups) {
+        if (!one.is(g.name)) continue;
+        found = true;
+        for (int a = 0; a < kApiCount; ++a)
+          if (g.has(a)) r_->apis[a / 64] |= 1ull << (a % 64);
+      }
+      if (found) continue;
       int a = api_by_name(one);
       if (a < 0) {
-        fail(err, cap, "fault rule %d ('%s'): '%.*s' is neither a call group (%s) nor an intercepted API name", index + 1,
-             where, int(one.len()), one.b, group_names());
+        fail(err_, cap_, "fault rule %d ('%s'): '%.*s' is neither a call group (%s) nor an intercepted API name", index_ + 1,
+             where_, int(one.len()), one.b, group_names());
         return false;
       }
       if (!faultable(a)) {
-        fail(err, cap, "fault rule %d ('%s'): %s cannot take faults (it is recorded only); use an allocation, copy, "
-             "synchronization, cuDNN handle, execution, finalize or search call", index + 1, where, kApis[a].name);
+        fail(err_, cap_, "fault rule %d ('%s'): %s cannot take faults (it is recorded only); use an allocation, copy, "
+             "synchronization, cuDNN handle, execution, finalize or search call", index_ + 1, where_, kApis[a].name);
         return false;
       }
-      r->apis[a / 64] |= 1ull << (a % 64);
+      r_->apis[a / 64] |= 1ull << (a % 64);
     }
-  }
-  for (int a = 0; a < kApiCount; ++a) {
-    if (!(r->apis[a / 64] & (1ull << (a % 64)))) continue;
-    (kApis[a].library == trace::Library::kCudnn ? any_cudnn : any_cudart) = true;
-  }
-  if (error.len() == 0) {
-    fail(err, cap, "fault rule %d ('%s'): no error after ':'; names: OOM, NOT_SUPPORTED, NOT_SUPPORTED_SHAPE, BAD_PARAM, "
-         "INTERNAL_ERROR, EXECUTION_FAILED, or a number", index + 1, where);
-    return false;
-  }
-  if (!known_error(error)) {
-    fail(err, cap, "fault rule %d ('%s'): unknown error '%.*s'; names: OOM, NOT_SUPPORTED, NOT_SUPPORTED_SHAPE, "
-         "NOT_SUPPORTED_LAYOUT, BAD_PARAM, INTERNAL_ERROR, EXECUTION_FAILED, NOT_INITIALIZED, or a positive number",
-         index + 1, where, int(error.len()), error.b);
-    return false;
-  }
-  if (any_cudart && !lookup_error(error, trace::Library::kCudart, &r->cudart_code)) {
-    fail(err, cap, "fault rule %d ('%s'): %.*s has no CUDA runtime equivalent, and the rule names CUDA runtime calls; "
-         "use OOM, NOT_SUPPORTED, BAD_PARAM, INTERNAL_ERROR, EXECUTION_FAILED or a cudaError_t number",
-         index + 1, where, int(error.len()), error.b);
-    return false;
-  }
-  if (any_cudnn && !lookup_error(error, trace::Library::kCudnn, &r->cudnn_code)) {
-    fail(err, cap, "fault rule %d ('%s'): %.*s has no cuDNN equivalent", index + 1, where, int(error.len()), error.b);
-    return false;
+    return true;
   }
 
-  // KEY OP VALUE, ...
-  Span item;
-  while (next_item(&pos, text.e, ",", &item)) {
-    item = trim(item);
-    if (item.len() == 0) continue;
+  // The error, as a code of each library the calls belong to.
+  bool parse_error(Span error) {
+    bool any_cudart = false, any_cudnn = false;
+    for (int a = 0; a < kApiCount; ++a) {
+      if (!(r_->apis[a / 64] & (1ull << (a % 64)))) continue;
+      (kApis[a].library == trace::Library::kCudnn ? any_cudnn : any_cudart) = true;
+    }
+    if (error.len() == 0) {
+      fail(err_, cap_, "fault rule %d ('%s'): no error after ':'; names: OOM, NOT_SUPPORTED, NOT_SUPPORTED_SHAPE, BAD_PARAM, "
+           "INTERNAL_ERROR, EXECUTION_FAILED, or a number", index_ + 1, where_);
+      return false;
+    }
+    if (!known_error(error)) {
+      fail(err_, cap_, "fault rule %d ('%s'): unknown error '%.*s'; names: OOM, NOT_SUPPORTED, NOT_SUPPORTED_SHAPE, "
+           "NOT_SUPPORTED_LAYOUT, BAD_PARAM, INTERNAL_ERROR, EXECUTION_FAILED, NOT_INITIALIZED, or a positive number",
+           index_ + 1, where_, int(error.len()), error.b);
+      return false;
+    }
+    if (any_cudart && !lookup_error(error, trace::Library::kCudart, &r_->cudart_code)) {
+      fail(err_, cap_, "fault rule %d ('%s'): %.*s has no CUDA runtime equivalent, and the rule names CUDA runtime calls; "
+           "use OOM, NOT_SUPPORTED, BAD_PARAM, INTERNAL_ERROR, EXECUTION_FAILED or a cudaError_t number",
+           index_ + 1, where_, int(error.len()), error.b);
+      return false;
+    }
+    if (any_cudnn && !lookup_error(error, trace::Library::kCudnn, &r_->cudnn_code)) {
+      fail(err_, cap_, "fault rule %d ('%s'): %.*s has no cuDNN equivalent", index_ + 1, where_, int(error.len()), error.b);
+      return false;
+    }
+    return true;
+  }
+
+  // KEY OP VALUE: the keys with an operator of their own (size>=, problem~), then KEY=VALUE.
+  bool parse_option(Span item) {
+    item_ = item;
     const char* op = item.b;
     while (op < item.e && (isalnum(uint8_t(*op)) || *op == '-' || *op == '_')) ++op;
     Span key{item.b, op};
     Span oper{op, op};
     while (oper.e < item.e && strchr("=<>~", *oper.e)) ++oper.e;
     Span val = trim(Span{oper.e, item.e});
-    char value[300];
-    if (!unescape(val, value, sizeof value)) {
-      fail(err, cap, "fault rule %d ('%s'): the value of '%.*s' is too long", index + 1, where, int(key.len()), key.b);
+    if (!unescape(val, value_, sizeof value_)) {
+      fail(err_, cap_, "fault rule %d ('%s'): the value of '%.*s' is too long", index_ + 1, where_, int(key.len()), key.b);
       return false;
     }
-    Span v{value, value + strlen(value)};
-    auto bad = [&](const char* what) {
-      fail(err, cap, "fault rule %d ('%s'): '%.*s': %s", index + 1, where, int(item.len()), item.b, what);
-      return false;
-    };
+    Span v{value_, value_ + strlen(value_)};
     bool eq = oper.is("=");
     if (key.len() == 0) return bad("expected KEY=VALUE");
     if (key.is("size") || key.is("min-size")) {
       if (!(key.is("size") ? oper.is(">=") : eq)) return bad("write size>=BYTES (or min-size=BYTES)");
-      if (!parse_bytes(v.b, v.len(), &r->min_size)) return bad("not a byte count (1024, 64MiB, 1.5GiB, 2GB)");
-    } else if (key.is("problem")) {
-      if (!oper.is("~") && !eq) {
-        return bad("write problem=TEXT (a substring of the readable signature, or its 0x hash) or problem~REGEX");
+      if (!parse_bytes(v.b, v.len(), &r_->min_size)) return bad("not a byte count (1024, 64MiB, 1.5GiB, 2GB)");
+      return true;
+    }
+    if (key.is("problem")) return parse_problem(oper, v);
+    if (!eq) return bad("expected KEY=VALUE");
+    return counting_key(key) ? parse_counting(key, v) : parse_matching(key, v);
+  }
+
+  bool parse_problem(Span oper, Span v) {
+    Rule* r = r_;
+    if (!oper.is("~") && !oper.is("=")) {
+      return bad("write problem=TEXT (a substring of the readable signature, or its 0x hash) or problem~REGEX");
+    }
+    if (r->problem_kind != kProblemAny) return bad("a rule has one problem= or problem~");
+    if (v.len() == 0) return bad("an empty problem matches everything; leave the key out instead");
+    if (v.len() >= sizeof r->problem) return bad("a problem of at most 255 characters");
+    if (oper.is("~")) {
+      char msg[256];
+      r->problem_re = safe_regex::compile(value_, msg, sizeof msg);
+      if (r->problem_re == nullptr) {
+        char why[320];
+        snprintf(why, sizeof why, "regex refused: %s (docs/faults.md has the dialect)", msg);
+        return bad(why);
       }
-      if (r->problem_kind != kProblemAny) return bad("a rule has one problem= or problem~");
-      if (v.len() == 0) return bad("an empty problem matches everything; leave the key out instead");
-      if (v.len() >= sizeof r->problem) return bad("a problem of at most 255 characters");
-      if (oper.is("~")) {
-        char msg[256];
-        r->problem_re = safe_regex::compile(value, msg, sizeof msg);
-        if (r->problem_re == nullptr) {
-          char why[320];
-          snprintf(why, sizeof why, "regex refused: %s (docs/faults.md has the dialect)", msg);
-          return bad(why);
-        }
-        r->problem_kind = kProblemRegex;
-      } else {
-        r->problem_kind = parse_hash(v, &r->problem_hash) ? kProblemHash : kProblemSubstring;
-      }
-      snprintf(r->problem, sizeof r->problem, "%s", value);
-    } else if (!eq) {
-      return bad("expected KEY=VALUE");
-    } else if (key.is("name")) {
+      r->problem_kind = kProblemRegex;
+    } else {
+      r->problem_kind = parse_hash(v, &r->problem_hash) ? kProblemHash : kProblemSubstring;
+    }
+    snprintf(r->problem, sizeof r->problem, "%s", value_);
+    return true;
+  }
+
+  static bool counting_key(Span key) {
+    static const char* const kCounting[] = {"name", "nth", "every", "first", "after", "max", "at", "p", "probability", "seed"};
+    for (const char* k : kCounting)
+      if (key.is(k)) return true;
+    return false;
+  }
+
+  // Which matching calls fail: name, nth, every, first, after, max, at, p, seed.
+  bool parse_counting(Span key, Span v) {
+    Rule* r = r_;
+    if (key.is("name")) {
       if (v.len() == 0 || v.len() >= sizeof r->name) return bad("a name of 1 to 47 characters");
       for (const char* p = v.b; p < v.e; ++p)
         if (!isalnum(uint8_t(*p)) && *p != '-' && *p != '_' && *p != '.') return bad("names use letters, digits, - _ .");
-      snprintf(r->name, sizeof r->name, "%s", value);
+      snprintf(r->name, sizeof r->name, "%s", value_);
     } else if (key.is("nth") || key.is("every") || key.is("first") || key.is("after") || key.is("max")) {
       uint64_t n;
       bool zero_ok = key.is("after");
@@ -410,10 +452,17 @@ bool parse_rule(Span text, int index, Rule* r, char* err, size_t cap) {
         r->probability = -1;
         return bad("a probability in [0, 1], written as a decimal number (0.25, 1e-3)");
       }
-    } else if (key.is("seed")) {
+    } else {  // seed
       if (!parse_u64(v, &r->seed)) return bad("a whole number from 0 to 18446744073709551615");
-      seed_given = true;
-    } else if (key.is("engine") || key.is("algo")) {
+      seed_given_ = true;
+    }
+    return true;
+  }
+
+  // Which calls match: engine, device, rank, pid, comm, from, until, scope; any other key is unknown.
+  bool parse_matching(Span key, Span v) {
+    Rule* r = r_;
+    if (key.is("engine") || key.is("algo")) {
       if (!parse_i64(v, &r->engine) || r->engine < 0) return bad("an engine global index (or legacy algorithm) >= 0");
     } else if (key.is("device") || key.is("rank")) {
       int64_t n;
@@ -423,7 +472,7 @@ bool parse_rule(Span text, int index, Rule* r, char* err, size_t cap) {
       if (!parse_i64(v, &r->pid) || r->pid <= 0) return bad("a process id");
     } else if (key.is("comm") || key.is("process")) {
       if (v.len() == 0 || v.len() >= sizeof r->comm) return bad("a command name of 1 to 63 characters");
-      snprintf(r->comm, sizeof r->comm, "%s", value);
+      snprintf(r->comm, sizeof r->comm, "%s", value_);
     } else if (key.is("from") || key.is("until")) {
       uint64_t ns = 0;
       Number got = parse_duration(v, &ns);
@@ -439,16 +488,39 @@ bool parse_rule(Span text, int index, Rule* r, char* err, size_t cap) {
       return bad("unknown key; keys: name, nth, every, first, after, at, p, seed, max, size>=, problem=, problem~, "
                  "engine, device, rank, pid, comm, from, until, scope");
     }
+    return true;
   }
-  if (r->until_ns != 0 && r->until_ns <= r->from_ns) {
-    fail(err, cap, "fault rule %d ('%s'): 'until' must come after 'from'", index + 1, where);
+
+  // Checks across options.
+  bool finish() {
+    if (r_->until_ns != 0 && r_->until_ns <= r_->from_ns) {
+      fail(err_, cap_, "fault rule %d ('%s'): 'until' must come after 'from'", index_ + 1, where_);
+      return false;
+    }
+    if (seed_given_ && r_->probability < 0) {
+      fail(err_, cap_, "fault rule %d ('%s'): a seed without p=PROBABILITY does nothing", index_ + 1, where_);
+      return false;
+    }
+    return true;
+  }
+
+  bool bad(const char* what) {
+    fail(err_, cap_, "fault rule %d ('%s'): '%.*s': %s", index_ + 1, where_, int(item_.len()), item_.b, what);
     return false;
   }
-  if (seed_given && r->probability < 0) {
-    fail(err, cap, "fault rule %d ('%s'): a seed without p=PROBABILITY does nothing", index + 1, where);
-    return false;
-  }
-  return true;
+
+  int index_;
+  Rule* r_;
+  char* err_;
+  size_t cap_;
+  const char* where_ = "";
+  bool seed_given_ = false;
+  Span item_{nullptr, nullptr};
+  char value_[300];
+};
+
+bool parse_rule(Span text, int index, Rule* r, char* err, size_t cap) {
+  return RuleParser(index, r, err, cap).parse(text);
 }
 
 }  // namespace
