@@ -121,11 +121,9 @@ json summarize(const AllFacts& all) {
       }
       mem.push_back(std::move(entry));
     }
-    std::string state = t.state() == trace::FileState::kExited     ? "exited"
-                        : t.state() == trace::FileState::kSignaled ? fmt::format("signal {}", t.end_signal())
-                        : t.state() == trace::FileState::kExeced   ? "exec"
+    std::string state = t.state() == trace::FileState::kSignaled   ? fmt::format("signal {}", t.end_signal())
                         : t.state() == trace::FileState::kSnapshot ? "running (snapshot)"
-                                                                   : "incomplete";
+                                                                   : reader::name_of(t.state());
     std::string cmd;
     for (const auto& a : t.process().cmdline) cmd += (cmd.empty() ? "" : " ") + a;
     json coverage = nullptr;

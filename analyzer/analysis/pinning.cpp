@@ -27,7 +27,7 @@ PinSummary pin_summary(const ProcessFacts& p) {
   std::set<uint64_t> problems;
   for (const auto& e : t.pins()) {
     ++s.selections;
-    std::string outcome = trace::kPinOutcomeNames[uint32_t(e.outcome)];
+    const trace::PinOutcome outcome = e.outcome;
     if (e.outcome == trace::PinOutcome::kPinned) {
       ++s.pinned;
       if (e.answered) ++s.answered;
@@ -36,7 +36,7 @@ PinSummary pin_summary(const ProcessFacts& p) {
         s.saved_ms += e.search_ms;
         ++s.saved_known;
       }
-      s.state.try_emplace(e.problem_hash, "pinned");
+      s.state.try_emplace(e.problem_hash, trace::PinOutcome::kPinned);
     } else {
       ++s.asides[outcome];
       const reader::Problem* pr = t.problem(e.problem);
@@ -52,6 +52,10 @@ PinSummary pin_summary(const ProcessFacts& p) {
   return s;
 }
 
+bool PinSummary::ByName::operator()(trace::PinOutcome a, trace::PinOutcome b) const {
+  return std::strcmp(reader::name_of(a), reader::name_of(b)) < 0;
+}
+
 bool pinned_selection(const ProcessFacts& p, const reader::SearchRecord& s) {
   if (p.trace == nullptr || p.trace->pins().empty()) return false;
   for (const auto& e : p.trace->pins()) {
@@ -65,15 +69,18 @@ bool pinned_selection(const ProcessFacts& p, const reader::SearchRecord& s) {
 
 namespace {
 
-const char* aside_meaning(const std::string& outcome) {
-  if (outcome == "not-offered") return "cuDNN did not offer the pinned plan";
-  if (outcome == "skipped") return "the application passed the pinned plan by (its filters: deterministic, TF32)";
-  if (outcome == "other-gpu") return "the file pins them for another GPU model";
-  if (outcome == "other-cudnn") return "the file pins them for another cuDNN version";
-  if (outcome == "other-alignment") return "the file pins them for other data alignments";
-  if (outcome == "pinned-failed") return "the pinned plan failed here";
-  if (outcome == "broken") return "the pinned plan had failed earlier in the process";
-  return "";
+const char* aside_meaning(trace::PinOutcome outcome) {
+  switch (outcome) {
+    case trace::PinOutcome::kNotOffered: return "cuDNN did not offer the pinned plan";
+    case trace::PinOutcome::kSkipped:
+      return "the application passed the pinned plan by (its filters: deterministic, TF32)";
+    case trace::PinOutcome::kOtherGpu: return "the file pins them for another GPU model";
+    case trace::PinOutcome::kOtherCudnn: return "the file pins them for another cuDNN version";
+    case trace::PinOutcome::kOtherAlignment: return "the file pins them for other data alignments";
+    case trace::PinOutcome::kPinnedFailed: return "the pinned plan failed here";
+    case trace::PinOutcome::kBroken: return "the pinned plan had failed earlier in the process";
+    default: return "";
+  }
 }
 
 }  // namespace
@@ -101,7 +108,7 @@ std::string pin_text(const PinSummary& s) {
     out += fmt::format("; stepped aside for {}:", n);
     bool first = true;
     for (const auto& [outcome, count] : s.asides) {
-      out += fmt::format("{} {} {} ({}, e.g. {})", first ? "" : ",", count, outcome, aside_meaning(outcome),
+      out += fmt::format("{} {} {} ({}, e.g. {})", first ? "" : ",", count, reader::name_of(outcome), aside_meaning(outcome),
                          s.aside_example.at(outcome).substr(0, 80));
       first = false;
     }
@@ -112,7 +119,7 @@ std::string pin_text(const PinSummary& s) {
 nlohmann::json pin_json(const PinSummary& s) {
   if (!s.active) return nullptr;
   nlohmann::json asides = nlohmann::json::object();
-  for (const auto& [k, v] : s.asides) asides[k] = {{"selections", v}, {"example", s.aside_example.at(k)}};
+  for (const auto& [k, v] : s.asides) asides[reader::name_of(k)] = {{"selections", v}, {"example", s.aside_example.at(k)}};
   return {{"plans_in_file", s.plans_in_file},
           {"selections", s.selections},
           {"pinned", s.pinned},

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -26,9 +27,13 @@ struct PinSummary {
   int saved_known = 0;         // pinned selections whose search time the file gave
   double took_ms = 0;          // what the pinned selections took here
   int not_in_file = 0;         // selections (searches) of problems the file does not name: chosen as usual
-  std::map<std::string, int> asides;               // step-aside outcome -> selections
-  std::map<std::string, std::string> aside_example;  // outcome -> a problem it happened to
-  std::map<uint64_t, std::string> state;           // problem hash -> "pinned" or the step-aside outcome
+  // Outcomes in the order of their names, as the texts and the evidence list them.
+  struct ByName {
+    bool operator()(trace::PinOutcome a, trace::PinOutcome b) const;
+  };
+  std::map<trace::PinOutcome, int, ByName> asides;                  // step-aside outcome -> selections
+  std::map<trace::PinOutcome, std::string, ByName> aside_example;  // outcome -> a problem it happened to
+  std::map<uint64_t, trace::PinOutcome> state;  // problem hash -> kPinned or the step-aside outcome
   int asides_total() const;
 };
 

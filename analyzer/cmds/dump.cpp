@@ -86,17 +86,6 @@ struct Filter {
   std::vector<std::string> symbol_dirs;
 };
 
-const char* state_name(trace::FileState s) {
-  switch (s) {
-    case trace::FileState::kExited: return "exited";
-    case trace::FileState::kSignaled: return "signaled";
-    case trace::FileState::kRecording: return "incomplete";
-    case trace::FileState::kExeced: return "exec";
-    case trace::FileState::kSnapshot: return "snapshot";
-  }
-  return "unknown";
-}
-
 std::string string_array(const std::vector<std::string>& items) {
   std::string arr = "[";
   for (const auto& item : items) {
@@ -124,7 +113,7 @@ void print_process(const reader::Trace& t, JsonLine& j) {
   j.num("start_wall_ns", t.start_wall_ns());
   if (t.end_ns() != 0) j.num("end_ns", t.end_ns());
   j.num("last_event_ns", t.last_event_ns());
-  j.str("state", state_name(t.state()));
+  j.str("state", reader::name_of(t.state()));
   if (t.state() == trace::FileState::kSignaled) j.inum("signal", t.end_signal());
   j.num("events", t.call_records());
   j.num("threads", t.thread_count());
@@ -224,8 +213,8 @@ std::string search_json(const reader::SearchRecord& r) {
   j.num("pid", r.pid);
   j.num("tid", r.tid);
   j.inum("device", r.device);
-  j.str("api", r.api);
-  j.str("mode", r.mode);
+  j.str("api", r.function);
+  j.str("mode", reader::name_of(r.mode));
   j.str("problem", r.problem);
   j.hex("problem_hash", r.problem_hash);
   if (r.stack) j.num("stack", r.stack);

@@ -280,7 +280,7 @@ size_t plans_of_runs(const std::vector<std::string>& runs, std::map<decltype(Pla
         if (c.engine < 0) continue;
         Plan p;
         p.hash = s.problem_hash;
-        p.legacy = s.api != "backend";
+        p.legacy = !s.backend();
         p.align = p.legacy ? 0 : s.align;
         p.gpu = device_name(*t, s.device >= 0 ? s.device : f.device);
         p.cudnn = cudnn;
@@ -290,7 +290,7 @@ size_t plans_of_runs(const std::vector<std::string>& runs, std::map<decltype(Pla
         p.time_ms = c.time_ms;
         p.workspace = c.workspace;
         p.notes = c.notes;
-        p.mode = s.mode;
+        p.mode = reader::name_of(s.mode);
         p.search_ms = s.end_ns > s.start_ns ? double(s.end_ns - s.start_ns) / 1e6 : -1;
         p.candidates = int(s.candidates.size());
         p.from = Source{run, t->pid(), f.rank, f.host, s.start_ns >= f.first_ns ? double(s.start_ns - f.first_ns) / 1e9 : -1};

@@ -696,9 +696,9 @@ class TimelineWriter : public TimelineSink {
       t.lane_end.push_back(0);
     }
     t.lane_end[lane] = end;
-    const bool legacy = r.api != "backend";
+    const bool legacy = !r.backend();
     args_.clear();
-    args_.str("problem", r.problem, true).str("mode", r.mode, true).str("api", r.api, true);
+    args_.str("problem", r.problem, true).str("mode", reader::name_of(r.mode), true).str("api", r.function, true);
     args_.i64("device", r.device).boolean("complete", r.complete);
     args_.u64("candidate_count", r.candidates.size()).i64("plans_rejected", r.plans_rejected);
     if (r.search_workspace != 0) args_.u64("search_workspace", r.search_workspace);
@@ -722,7 +722,7 @@ class TimelineWriter : public TimelineSink {
       args_.end();
     }
     if (!r.candidates.empty()) args_.end();
-    out_.slice(t.lanes[lane], ts, end, r.mode == "benchmark" ? "benchmark search" : "heuristic selection", args_);
+    out_.slice(t.lanes[lane], ts, end, r.benchmark() ? "benchmark search" : "heuristic selection", args_);
   }
 
   void execution(const ExecutionItem& x) override {

@@ -228,7 +228,7 @@ class ReportSink : public TimelineSink {
     uint64_t wall = info_->wall_ns(r.start_ns);
     int64_t k = bucket(wall);
     Lane& lane = rows_[current_].lane;
-    bool benchmark = r.mode == "benchmark";
+    bool benchmark = r.benchmark();
     lane.counts[k][benchmark ? 0 : 1]++;
     (benchmark ? lane.benchmark : lane.heuristic)++;
     if (!r.complete) lane.incomplete++;
@@ -237,10 +237,10 @@ class ReportSink : public TimelineSink {
     ++searches_;
     if (r.problem_hash == 0) return;
     if (r.winner >= 0 && size_t(r.winner) < r.candidates.size()) {
-      ProblemUse& u = use(r.problem_hash, r.problem, r.api == "backend");
+      ProblemUse& u = use(r.problem_hash, r.problem, r.backend());
       const reader::SearchCandidate& c = r.candidates[size_t(r.winner)];
       // A legacy candidate's "knobs" are its math type, which its executions do not carry.
-      u.winner = {c.engine, r.api == "backend" ? c.knobs : std::string()};
+      u.winner = {c.engine, r.backend() ? c.knobs : std::string()};
       u.has_winner = true;
     }
   }

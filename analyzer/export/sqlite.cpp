@@ -454,8 +454,8 @@ class SqliteSink : public TimelineSink {
           .i(process_id_)
           .i(r.tid)
           .i(r.device)
-          .t(r.api)
-          .t(r.mode)
+          .t(r.function)
+          .t(reader::name_of(r.mode))
           .i_or_null(problem_id(r.problem, r.problem_hash), 0);
       s.u(start).u(end).u(end - start).i_or_null(stack_id(r.stack), 0).i(int64_t(r.candidates.size()));
       s.i_or_null(winner_id, 0);

@@ -221,11 +221,9 @@ trace::Library builtin_library(const std::string& name) {
 }
 
 trace::FileState state_of(const std::string& s) {
-  if (s == "exited") return trace::FileState::kExited;
-  if (s == "signaled") return trace::FileState::kSignaled;
-  if (s == "exec") return trace::FileState::kExeced;
-  if (s == "snapshot") return trace::FileState::kSnapshot;
-  return trace::FileState::kRecording;
+  trace::FileState state = trace::FileState::kRecording;  // a name this reader does not know
+  value_in(reader::kFileStateNames, s, &state);
+  return state;
 }
 
 bool field_type_ok(char t) { return t != 0 && std::strchr("puixfsqkr", t) != nullptr; }
@@ -494,23 +492,19 @@ class LineSource {
 
 class JsonlTrace : public Trace {
  public:
-  JsonlTrace(std::string path, uint32_t pid) {
-    path_ = std::move(path);
-    pid_ = pid;
-    process_.pid = pid;
-  }
+  JsonlTrace(std::string path, uint32_t pid) : b_(*this) { b_.identity(std::move(path), pid); }
 
   // The input's damage: its lines skipped or kept in part, and what was wrong with them.
   void add_damage(const std::vector<std::string>& notes, uint64_t lines) {
-    for (const auto& n : notes) note(n);
-    damaged_records_ += lines;
+    for (const auto& n : notes) b_.note(n);
+    b_.damaged(lines, false);
   }
 
   // Each add_* reads and checks the whole line first and changes the trace only once nothing
   // can go wrong, so that a skipped line leaves nothing behind. BadValue: the line is skipped.
   void set_process(const json& j) {
     Process p;
-    p.pid = pid_;
+    p.pid = pid();
     p.ppid = u32(j, "ppid");
     p.rank = i32(j, "rank", -1);
     p.local_rank = i32(j, "local_rank", -1);
@@ -586,19 +580,20 @@ class JsonlTrace : public Trace {
       handles.push_back(CudnnHandle{hex(h, "handle"), i32(h, "device", -1, -1, INT16_MAX), u32(h, "tid")});
     }
     // A process line seen again (the same process in two dumps) replaces the first.
-    has_process_ = true;
-    process_ = std::move(p);
-    start_mono_ns_ = start;
-    start_real_ns_ = start_wall;
-    end_mono_ns_ = end;
-    state_ = state;
-    end_signal_ = signal;
-    coverage_ = cov;
-    thread_count_ = size_t(std::min<uint64_t>(threads, std::numeric_limits<size_t>::max()));
-    for (const auto& [key, value] : properties) properties_[key] = value;
-    devices_ = std::move(devices);
-    std::copy(std::begin(stats), std::end(stats), std::begin(stats_));
-    handles_ = std::move(handles);
+    TraceBuilder::Run run;
+    run.process = std::move(p);
+    run.start_ns = start;
+    run.start_wall_ns = start_wall;
+    run.end_ns = end;
+    run.state = state;
+    run.end_signal = signal;
+    run.coverage = cov;
+    run.threads = size_t(std::min<uint64_t>(threads, std::numeric_limits<size_t>::max()));
+    run.properties = std::move(properties);
+    run.devices = std::move(devices);
+    std::copy(std::begin(stats), std::end(stats), std::begin(run.stats));
+    run.handles = std::move(handles);
+    b_.run(std::move(run));
   }
 
   // BadValue: the line is skipped; a message returned: the line was kept in part.
@@ -627,10 +622,10 @@ class JsonlTrace : public Trace {
       }
       fields.push_back(std::move(f));
     }
-    if (apis_.size() >= kMaxApis && !api_ids_.count(name)) throw TooMany{"too many APIs", "APIs in one process"};
+    if (apis().size() >= kMaxApis && !api_ids_.count(name)) throw TooMany{"too many APIs", "APIs in one process"};
     // An API seen again keeps its id and fields (calls already refer to them); new fields are added.
     uint16_t id = api_id(name);
-    Api& a = apis_[id];
+    Api& a = b_.api(id);
     a.flags = flags;
     a.library = library;
     size_t dropped = 0;
@@ -671,14 +666,14 @@ class JsonlTrace : public Trace {
       rule = str(j, "injected");
       e.fault_k = u64(j, "fault_k");
     }
-    if (!api_ids_.count(name) && apis_.size() >= kMaxApis) throw TooMany{"too many APIs", "APIs in one process"};
+    if (!api_ids_.count(name) && apis().size() >= kMaxApis) throw TooMany{"too many APIs", "APIs in one process"};
     if (injected && !rule_ids_.count(rule) && free_rule_index(rule, -1) < 0) {
       throw TooMany{"too many fault rules", "fault rules in one process"};
     }
 
     // The API's fields, and the keys of this line that are new fields, each with its value.
     const Api* known = nullptr;
-    if (auto it = api_ids_.find(name); it != api_ids_.end()) known = &apis_[it->second];
+    if (auto it = api_ids_.find(name); it != api_ids_.end()) known = &apis()[it->second];
     size_t nfields = known ? known->fields.size() : 0;
     pending_.clear();
     new_fields_.clear();
@@ -714,7 +709,7 @@ class JsonlTrace : public Trace {
 
     // Nothing below fails: commit.
     uint16_t id = api_id(name);
-    Api& a = apis_[id];
+    Api& a = b_.api(id);
     for (auto& f : new_fields_) a.fields.push_back(std::move(f));
     for (auto& [index, value] : pending_) {
       switch (value.kind) {
@@ -723,14 +718,13 @@ class JsonlTrace : public Trace {
           const json* h = find(j, "problem_hash");
           uint64_t hash = 0;
           if (!(h && h->is_string() && parse_hex(h->get_ref<const std::string&>(), &hash))) hash = text_hash(value.text);
-          value.bits = value.text.empty() ? 0 : add_problem(value.text, hash, nullptr);
+          value.bits = value.text.empty() ? 0 : b_.add_problem(value.text, hash, nullptr);
           break;
         }
-        case 'k': value.bits = add_knobs_text(value.text); break;
+        case 'k': value.bits = b_.add_knobs_text(value.text); break;
         case 'r': {
           if (value.results.empty()) break;
-          value.bits = uint32_t(algo_results_.size() + 1);
-          algo_results_[uint32_t(value.bits)] = std::move(value.results);
+          value.bits = b_.add_algo_results(std::move(value.results));
           break;
         }
         default: break;
@@ -750,8 +744,7 @@ class JsonlTrace : public Trace {
     else if (boolean(j, "pinned")) e.fault_rule = int8_t(Event::kPinnedRule);
     events_.push_back(e);
     threads_.insert(e.tid);
-    last_event_ns_ = std::max(last_event_ns_, e.ts_ns + e.dur_ns);
-    ++call_records_;
+    b_.call_kept(e.ts_ns + e.dur_ns);
     if (ignored == 0) return "";
     return fmt::format("{} {} of a call of {} ignored: an API has at most {} fields", ignored,
                        ignored == 1 ? "key" : "keys", excerpt(name, 40), kMaxFieldsPerApi);
@@ -764,7 +757,7 @@ class JsonlTrace : public Trace {
     uint64_t hash = hex(j, "hash");
     const json* d = find(j, "desc");
     if (d == nullptr || !d->is_object()) {
-      add_problem(text, hash ? hash : text_hash(text), nullptr);
+      b_.add_problem(text, hash ? hash : text_hash(text), nullptr);
       return;
     }
     trace::ProblemDesc p{};
@@ -812,7 +805,7 @@ class JsonlTrace : public Trace {
         ints(x, "strides", t.strides, trace::kProblemMaxDims);
       }
     }
-    add_problem(text, hash ? hash : trace::problem_hash(p), &p);
+    b_.add_problem(text, hash ? hash : trace::problem_hash(p), &p);
   }
 
   void add_fault_rule(const json& j) {
@@ -825,20 +818,18 @@ class JsonlTrace : public Trace {
     r.injected = u64(j, "injected");
     // A rule seen again (the same process in two dumps) is updated in place.
     if (auto it = rule_ids_.find(r.name); it != rule_ids_.end()) {
-      for (FaultRule& old : fault_rules_) {
-        if (old.index == it->second) {
-          old.text = r.text;
-          old.scope = r.scope;
-          old.matched = r.matched;
-          old.injected = r.injected;
-        }
+      if (FaultRule* old = b_.fault_rule(it->second)) {
+        old->text = r.text;
+        old->scope = r.scope;
+        old->matched = r.matched;
+        old->injected = r.injected;
       }
       return;
     }
     r.index = free_rule_index(r.name, r.index);
     if (r.index < 0) throw TooMany{"too many fault rules", "fault rules in one process"};
     rule_ids_[r.name] = r.index;
-    fault_rules_.push_back(std::move(r));
+    b_.add_fault_rule(std::move(r));
   }
 
   void add_stack(const json& j) {
@@ -853,7 +844,7 @@ class JsonlTrace : public Trace {
       st.pcs.push_back(hex(f, "pc"));
       st.resolved.push_back(str(f, "text"));
     }
-    stacks_[st.id] = std::move(st);
+    b_.stack(std::move(st));
   }
 
   void add_module(const json& j) {
@@ -865,21 +856,17 @@ class JsonlTrace : public Trace {
     m.build_id = str(j, "build_id");
     if (m.path.empty()) throw BadValue{"a module without \"path\""};
     if (m.end < m.start) throw BadValue{"a module whose \"end\" is before its \"start\""};
-    if (modules_.size() >= kMaxModules) throw TooMany{"too many modules", "modules in one process"};
-    // Kept sorted by start (Trace::module_of); a module seen again replaces the first.
-    auto it = std::lower_bound(modules_.begin(), modules_.end(), m.start,
-                               [](const Module& a, uint64_t v) { return a.start < v; });
-    if (it != modules_.end() && it->start == m.start && it->path == m.path) *it = std::move(m);
-    else modules_.insert(it, std::move(m));
+    if (modules().size() >= kMaxModules) throw TooMany{"too many modules", "modules in one process"};
+    b_.module(std::move(m));  // kept sorted by start (Trace::module_of); seen again, replaces the first
   }
 
   void add_count(const json& j) {
     std::string name = str(j, "api");
     if (name.empty()) throw BadValue{"a count without \"api\""};
     Count c{u32(j, "tid"), 0, i32(j, "device", -1, -1, INT16_MAX), u64(j, "calls")};
-    if (!api_ids_.count(name) && apis_.size() >= kMaxApis) throw TooMany{"too many APIs", "APIs in one process"};
+    if (!api_ids_.count(name) && apis().size() >= kMaxApis) throw TooMany{"too many APIs", "APIs in one process"};
     c.api = api_id(name);
-    counts_.push_back(c);
+    b_.count(c);
   }
 
   void add_pin(const json& j) {
@@ -894,15 +881,15 @@ class JsonlTrace : public Trace {
     if (p.outcome == trace::PinOutcome::kCount) throw BadValue{"a pin line with an unknown \"outcome\""};
     std::string problem = str(j, "problem");
     p.problem_hash = hex(j, "hash");
-    if (!problem.empty()) p.problem = add_problem(problem, p.problem_hash, nullptr);
+    if (!problem.empty()) p.problem = b_.add_problem(problem, p.problem_hash, nullptr);
     p.engine = i64(j, "engine", -1);
     std::string knobs = str(j, "knobs");
-    if (!knobs.empty()) p.knobs = add_knobs_text(knobs);
+    if (!knobs.empty()) p.knobs = b_.add_knobs_text(knobs);
     p.legacy = boolean(j, "legacy");
     p.answered = boolean(j, "answered");
     p.pinned_ms = dbl(j, "pinned_ms", -1);
     p.search_ms = dbl(j, "search_ms", -1);
-    pins_.push_back(p);
+    b_.pin(p);
   }
 
   void add_crash(const json& j) {
@@ -912,7 +899,7 @@ class JsonlTrace : public Trace {
     c.ts_ns = u64(j, "ts_ns");
     c.api_in_flight = str(j, "api_in_flight");
     c.in_flight_start_ns = u64(j, "in_flight_since_ns");
-    crashes_.push_back(c);
+    b_.crash(std::move(c));
   }
 
   void done() {
@@ -920,8 +907,8 @@ class JsonlTrace : public Trace {
       return a.ts_ns != b.ts_ns ? a.ts_ns < b.ts_ns : a.tid < b.tid;
     });
     drop_impossible_times();
-    if (thread_count_ == 0) thread_count_ = threads_.size();
-    if (!has_process_) note("no process line: this process's calls came without one");
+    if (thread_count() == 0) b_.thread_count(threads_.size());
+    if (!has_process()) b_.note("no process line: this process's calls came without one");
   }
 
   // Calls at a time the process cannot have made them (a damaged or hand-edited line: one call
@@ -934,11 +921,12 @@ class JsonlTrace : public Trace {
     if (events_.empty()) return;
     constexpr uint64_t kMinute = 60'000'000'000ull, kHour = 3'600'000'000'000ull;
     uint64_t lo = 0, hi = UINT64_MAX;
-    if (has_process_ && start_mono_ns_ != 0) {
-      lo = start_mono_ns_ > kMinute ? start_mono_ns_ - kMinute : 0;
-      if (end_mono_ns_ > start_mono_ns_) {
-        uint64_t margin = std::max(kHour, end_mono_ns_ - start_mono_ns_);
-        hi = end_mono_ns_ + margin < end_mono_ns_ ? UINT64_MAX : end_mono_ns_ + margin;
+    const uint64_t start = start_ns(), end_of_run = end_ns();
+    if (has_process() && start != 0) {
+      lo = start > kMinute ? start - kMinute : 0;
+      if (end_of_run > start) {
+        uint64_t margin = std::max(kHour, end_of_run - start);
+        hi = end_of_run + margin < end_of_run ? UINT64_MAX : end_of_run + margin;
       }
     }
     auto inside = [&](const Stored& e) { return e.ts_ns >= lo && e.ts_ns <= hi && e.dur_ns <= hi - e.ts_ns; };
@@ -959,13 +947,13 @@ class JsonlTrace : public Trace {
     size_t dropped = events_.size() - kept;
     if (dropped == 0) return;
     if (dropped * 2 > events_.size()) {
-      note(fmt::format("the process line's start and end times do not fit {} of the {} calls; times may be wrong",
+      b_.note(fmt::format("the process line's start and end times do not fit {} of the {} calls; times may be wrong",
                        dropped, events_.size()));
       return;
     }
     std::vector<Stored> keep;
     keep.reserve(kept);
-    last_event_ns_ = 0;
+    uint64_t last_end = 0;
     uint64_t example = 0;
     bool have_example = false;
     for (size_t i = 0; i < events_.size(); ++i) {
@@ -975,19 +963,19 @@ class JsonlTrace : public Trace {
         continue;
       }
       keep.push_back(events_[i]);
-      last_event_ns_ = std::max(last_event_ns_, events_[i].ts_ns + events_[i].dur_ns);
+      last_end = std::max(last_end, events_[i].ts_ns + events_[i].dur_ns);
     }
     events_ = std::move(keep);
-    note(fmt::format("{} call{} at a time outside the process's run (for example ts_ns {}) left out: the line is "
+    b_.last_event(last_end);
+    b_.note(fmt::format("{} call{} at a time outside the process's run (for example ts_ns {}) left out: the line is "
                      "damaged",
                      dropped, dropped == 1 ? "" : "s", example));
-    damaged_records_ += dropped;
-    ignored_events_ += dropped;
+    b_.damaged(dropped, true);
   }
 
   void for_each_event(const std::function<void(const Event&)>& fn) const override {
     Event e;
-    e.pid = pid_;
+    e.pid = pid();
     std::vector<uint64_t> scratch(kMaxFieldsPerApi);
     for (const Stored& s : events_) {
       e.api = s.api;
@@ -998,7 +986,7 @@ class JsonlTrace : public Trace {
       e.ts_ns = s.ts_ns;
       e.dur_ns = s.dur_ns;
       e.stream = s.stream;
-      e.nargs = std::min<int>(s.nargs, int(apis_[s.api].fields.size()));
+      e.nargs = std::min<int>(s.nargs, int(apis()[s.api].fields.size()));
       if (s.dense) {
         e.args = arg_value_.data() + s.args;
       } else {
@@ -1113,9 +1101,9 @@ class JsonlTrace : public Trace {
     a.flags = builtin_flags(name);
     a.library = builtin_library(name);
     a.count_slot = -1;
-    api_ids_[name] = uint16_t(apis_.size());
-    apis_.push_back(std::move(a));
-    return uint16_t(apis_.size() - 1);
+    uint16_t id = b_.add_api(std::move(a));
+    api_ids_[name] = id;
+    return id;
   }
 
   // Calls name their rule; a rule without a fault_rule line gets an index of its own. Callers
@@ -1126,7 +1114,7 @@ class JsonlTrace : public Trace {
     r.index = free_rule_index(name, -1);
     r.name = name;
     rule_ids_[name] = r.index;
-    fault_rules_.push_back(r);
+    b_.add_fault_rule(r);
     return r.index;
   }
 
@@ -1141,16 +1129,17 @@ class JsonlTrace : public Trace {
     return -1;
   }
 
-  // Each distinct string is held once: the index points into strings_, whose nodes never move.
+  // Each distinct string is held once: the index points at the trace's copy, which never moves.
   uint32_t intern(const std::string& s) {
     auto it = string_ids_.find(s);
     if (it != string_ids_.end()) return it->second;
-    uint32_t id = uint32_t(strings_.size() + 1);
-    const std::string& kept = strings_.emplace(id, s).first->second;
-    string_ids_.emplace(kept, id);
+    const std::string* kept = nullptr;
+    uint32_t id = b_.add_string(s, &kept);
+    string_ids_.emplace(*kept, id);
     return id;
   }
 
+  TraceBuilder b_;  // the only way this reader changes the Trace it is
   std::map<std::string, uint16_t, std::less<>> api_ids_;
   std::map<std::string, int> rule_ids_;
   std::unordered_map<std::string_view, uint32_t> string_ids_;

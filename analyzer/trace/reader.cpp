@@ -326,6 +326,70 @@ uint32_t Trace::add_knobs_text(const std::string& text) {
   return id;
 }
 
+void TraceBuilder::identity(std::string path, uint32_t pid) {
+  t_.path_ = std::move(path);
+  t_.pid_ = pid;
+  t_.process_.pid = pid;
+}
+
+void TraceBuilder::run(Run r) {
+  t_.has_process_ = true;
+  t_.process_ = std::move(r.process);
+  t_.start_mono_ns_ = r.start_ns;
+  t_.start_real_ns_ = r.start_wall_ns;
+  t_.end_mono_ns_ = r.end_ns;
+  t_.state_ = r.state;
+  t_.end_signal_ = r.end_signal;
+  t_.coverage_ = r.coverage;
+  t_.thread_count_ = r.threads;
+  for (const auto& [key, value] : r.properties) t_.properties_[key] = value;
+  t_.devices_ = std::move(r.devices);
+  std::copy(std::begin(r.stats), std::end(r.stats), std::begin(t_.stats_));
+  t_.handles_ = std::move(r.handles);
+}
+
+uint16_t TraceBuilder::add_api(Api a) {
+  t_.apis_.push_back(std::move(a));
+  return uint16_t(t_.apis_.size() - 1);
+}
+
+uint32_t TraceBuilder::add_string(const std::string& s, const std::string** kept) {
+  uint32_t id = uint32_t(t_.strings_.size() + 1);
+  *kept = &t_.strings_.emplace(id, s).first->second;
+  return id;
+}
+
+uint32_t TraceBuilder::add_algo_results(std::vector<trace::AlgoResult> results) {
+  uint32_t id = uint32_t(t_.algo_results_.size() + 1);
+  t_.algo_results_[id] = std::move(results);
+  return id;
+}
+
+void TraceBuilder::call_kept(uint64_t end_ns) {
+  t_.last_event_ns_ = std::max(t_.last_event_ns_, end_ns);
+  ++t_.call_records_;
+}
+
+FaultRule* TraceBuilder::fault_rule(int index) {
+  for (FaultRule& r : t_.fault_rules_) {
+    if (r.index == index) return &r;
+  }
+  return nullptr;
+}
+
+void TraceBuilder::module(Module m) {
+  auto& modules = t_.modules_;
+  auto it = std::lower_bound(modules.begin(), modules.end(), m.start,
+                             [](const Module& a, uint64_t v) { return a.start < v; });
+  if (it != modules.end() && it->start == m.start && it->path == m.path) *it = std::move(m);
+  else modules.insert(it, std::move(m));
+}
+
+void TraceBuilder::damaged(uint64_t records, bool ignored) {
+  t_.damaged_records_ += records;
+  if (ignored) t_.ignored_events_ += records;
+}
+
 const std::string& Trace::string(uint32_t id) const {
   static const std::string kEmpty;
   auto it = strings_.find(id);

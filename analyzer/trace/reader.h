@@ -19,9 +19,23 @@
 
 #include "cuprobe/problem.h"
 #include "cuprobe/trace_format.h"
+#include "enum_names.h"
 #include "trace/result.h"
 
 namespace cuprobe::reader {
+
+// How a process's trace ended, by name: what `cuprobe dump` writes (and the JSON Lines reader
+// reads back), `export --format sqlite` stores and `analyze` builds its wording on. One table.
+inline constexpr std::pair<trace::FileState, const char*> kFileStateNames[] = {
+    {trace::FileState::kExited, "exited"},       {trace::FileState::kSignaled, "signaled"},
+    {trace::FileState::kRecording, "incomplete"}, {trace::FileState::kExeced, "exec"},
+    {trace::FileState::kSnapshot, "snapshot"},
+};
+inline const char* name_of(trace::FileState s) { return name_in(kFileStateNames, s); }
+// A plan-pinning outcome's name (trace_format.h's kPinOutcomeNames, what dumps and evidence carry).
+inline const char* name_of(trace::PinOutcome o) {
+  return uint32_t(o) < uint32_t(trace::PinOutcome::kCount) ? trace::kPinOutcomeNames[uint32_t(o)] : "?";
+}
 
 struct Field {
   std::string name;
@@ -291,6 +305,12 @@ class Trace {
   Trace() = default;
   void note(std::string message) const { diagnostics_.push_back(std::move(message)); }
 
+ private:
+  // Filled by the binary reader (TraceFile) and, through TraceBuilder's narrow interface, by any
+  // other reader; a class derived from Trace sees none of this.
+  friend class TraceFile;
+  friend class TraceBuilder;
+
   std::string path_;
   uint32_t pid_ = 0;
   trace::FileState state_ = trace::FileState::kRecording;
@@ -332,6 +352,58 @@ class Trace {
   std::map<uint32_t, Stack> stacks_;
   std::vector<Module> modules_;
   mutable std::vector<std::string> diagnostics_;
+};
+
+// How a reader other than the binary one (the JSON Lines reader) fills the Trace it derives
+// from: what it may set, each in one call, and nothing else of Trace's fields.
+class TraceBuilder {
+ public:
+  explicit TraceBuilder(Trace& t) : t_(t) {}
+
+  void identity(std::string path, uint32_t pid);
+  // What a process line says; seen again (the same process in two dumps), it replaces the first
+  // (properties are merged).
+  struct Run {
+    Process process;
+    uint64_t start_ns = 0, start_wall_ns = 0, end_ns = 0;
+    trace::FileState state = trace::FileState::kRecording;
+    int end_signal = 0;
+    Coverage coverage;
+    size_t threads = 0;
+    std::map<uint32_t, int64_t> properties;
+    std::map<int, Device> devices;
+    uint64_t stats[trace::kStatCount] = {};
+    std::vector<CudnnHandle> handles;
+  };
+  void run(Run r);
+  void thread_count(size_t n) { t_.thread_count_ = n; }
+
+  uint16_t add_api(Api a);  // its id
+  Api& api(uint16_t id) { return t_.apis_[id]; }  // an API seen again gains fields
+  uint32_t add_string(const std::string& s, const std::string** kept);  // its id; *kept never moves
+  uint32_t add_problem(const std::string& text, uint64_t hash, const trace::ProblemDesc* desc) {
+    return t_.add_problem(text, hash, desc);
+  }
+  uint32_t add_knobs_text(const std::string& text) { return t_.add_knobs_text(text); }
+  uint32_t add_algo_results(std::vector<trace::AlgoResult> results);  // its id
+  // A call kept (the reader holds the calls themselves), and the latest end of any kept call.
+  void call_kept(uint64_t end_ns);
+  void last_event(uint64_t end_ns) { t_.last_event_ns_ = end_ns; }
+
+  void add_fault_rule(FaultRule r) { t_.fault_rules_.push_back(std::move(r)); }
+  FaultRule* fault_rule(int index);  // nullptr when none has that index
+  void stack(Stack st) { t_.stacks_[st.id] = std::move(st); }
+  void module(Module m);  // kept sorted by start; the same module seen again replaces the first
+  void count(const Count& c) { t_.counts_.push_back(c); }
+  void pin(const PinEvent& p) { t_.pins_.push_back(p); }
+  void crash(Crash c) { t_.crashes_.push_back(std::move(c)); }
+
+  void note(std::string message) { t_.note(std::move(message)); }
+  // Records the input held that could not be used (lines); `ignored`: calls left out of the pass.
+  void damaged(uint64_t records, bool ignored);
+
+ private:
+  Trace& t_;
 };
 
 // A binary trace file, mapped read-only.

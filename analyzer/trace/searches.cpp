@@ -75,7 +75,7 @@ void SearchTracker::close(Episode& ep) {
   if (!ep.open) return;
   SearchRecord& r = ep.rec;
   if (ep.timed) {
-    r.mode = "benchmark";
+    r.mode = SearchMode::kBenchmark;
   } else if (r.winner < 0) {
     r.winner = ep.first_ok;
   }
@@ -91,157 +91,173 @@ void SearchTracker::on_event(const Event& e) {
   if (role == kOther) return;
   const Fields& f = fields_[e.api];
   ThreadState& ts = threads_[e.tid];
-  Episode& ep = ts.episode;
   switch (role) {
-    case kFinalize: {
-      int64_t kind = i(e, f.kind);
-      if (kind != kGraphKind && kind != kPlanKind) return;
-      const Problem* problem = trace_.problem(u(e, f.problem));
-      uint64_t hash = problem ? problem->hash : 0;
-      if (kind == kGraphKind && e.ret != 0) return;
-      // Another problem, or the same one selected again after its plan was chosen (PyTorch
-      // re-selects when a cached plan's workspace cannot be had): a new episode.
-      bool chosen = ep.timed ? ep.rec.winner >= 0 : ep.first_ok >= 0;
-      if (ep.open && hash != 0 && (ep.rec.problem_hash != hash || (kind == kGraphKind && chosen))) close(ep);
-      if (!ep.open) {
-        ep.open = true;
-        ++open_episodes_;
-        ep.rec = SearchRecord{};
-        ep.rec.pid = e.pid;
-        ep.rec.tid = e.tid;
-        ep.rec.device = e.device;
-        ep.rec.api = "backend";
-        ep.rec.mode = "heuristic";
-        ep.rec.problem = problem ? problem->text : std::string();
-        ep.rec.problem_info = problem;
-        ep.rec.problem_hash = hash;
-        ep.rec.start_ns = e.ts_ns;
-        ep.rec.align = uint32_t(u(e, f.align));
-      }
-      if (ep.rec.stack == 0) ep.rec.stack = e.stack;
-      ep.rec.end_ns = e.ts_ns + e.dur_ns;
-      if (kind == kPlanKind) {
-        SearchCandidate c;
-        c.plan = u(e, f.desc);
-        c.engine = i(e, f.engine);
-        c.knobs = trace_.knobs_text(u(e, f.knobs));
-        c.workspace = u(e, f.workspace);
-        c.notes = uint32_t(u(e, f.notes));
-        c.build_status = e.ret;
-        if (e.injected()) c.injected = true;
-        if (e.ret != 0) ep.rec.plans_rejected++;
-        ep.by_plan[c.plan] = ep.rec.candidates.size();
-        ep.rec.candidates.push_back(c);
-        if (ep.rec.device < 0) ep.rec.device = e.device;
-      }
-      return;
-    }
-    case kExecute: {
-      ++ts.executions;
-      if (!ep.open) return;
-      auto it = ep.by_plan.find(u(e, f.plan));
-      if (it == ep.by_plan.end()) {
-        // A plan from outside the episode runs: the episode is over.
-        close(ep);
-        return;
-      }
-      SearchCandidate& c = ep.rec.candidates[it->second];
-      bool rerun_after_timing = ep.timed && c.time_ms >= 0;
-      c.executions++;
-      c.exec_status = e.ret;
-      if (e.injected()) c.injected = true;
-      c.last_exec_ns = e.ts_ns;
-      ep.last_executed = int(it->second);
-      if (ep.first_ok < 0) ep.rec.end_ns = e.ts_ns;
-      if (e.ret == 0 && ep.first_ok < 0) ep.first_ok = int(it->second);
-      if (rerun_after_timing) {
-        ep.rec.end_ns = e.ts_ns;
-        ep.rec.winner = int(it->second);
-        close(ep);
-      }
-      return;
-    }
-    case kEventRecord: {
-      ts.records_seen = true;
-      if (e.ret != 0) return;
-      if (ts.recorded_at.size() >= 4096) ts.recorded_at.clear();  // only the latest records matter
-      ts.recorded_at[u(e, f.event)] = ts.executions;
-      return;
-    }
-    case kElapsed: {
-      if (!ep.open || ep.last_executed < 0 || e.ret != 0) return;
-      if (ts.records_seen) {
-        // Traces whose event records carry no role (older files read without the table) keep
-        // the earlier reading: any time measured while a selection is open.
-        auto start = ts.recorded_at.find(u(e, f.start));
-        auto end = ts.recorded_at.find(u(e, f.end));
-        if (start == ts.recorded_at.end() || end == ts.recorded_at.end() || end->second - start->second != 1) return;
-      }
-      double ms = as_double(u(e, f.ms));
-      SearchCandidate& c = ep.rec.candidates[size_t(ep.last_executed)];
-      if (c.time_ms < 0 || ms < c.time_ms) c.time_ms = ms;
-      ep.timed = true;
-      ep.rec.end_ns = e.ts_ns + e.dur_ns;
-      return;
-    }
+    case kFinalize: return on_finalize(e, f, ts.episode);
+    case kExecute: return on_execute(e, f, ts);
+    case kEventRecord: return on_event_record(e, f, ts);
+    case kElapsed: return on_elapsed(e, f, ts);
     case kAlloc: {
+      Episode& ep = ts.episode;
       if (ep.open && e.ret == 0) ep.rec.search_workspace = std::max(ep.rec.search_workspace, u(e, f.size));
       return;
     }
     case kLegacyFind:
-    case kLegacyGet: {
-      const Problem* problem = trace_.problem(u(e, f.problem));
-      uint64_t hash = problem ? problem->hash : 0;
-      auto old = ts.legacy.find(hash);
-      if (old != ts.legacy.end()) {
-        sink_(old->second.rec);  // asked again before running it: still incomplete
-        ts.legacy.erase(old);
-      }
-      SearchRecord r;
-      r.pid = e.pid;
-      r.tid = e.tid;
-      r.device = e.device;
-      r.api = trace_.api_name(e.api);
-      r.mode = role == kLegacyFind ? "benchmark" : "heuristic";
-      r.problem = problem ? problem->text : std::string();
-      r.problem_info = problem;
-      r.problem_hash = hash;
-      r.start_ns = e.ts_ns;
-      r.align = uint32_t(u(e, f.align));
-      r.stack = e.stack;
-      r.end_ns = e.ts_ns + e.dur_ns;
-      r.candidates = legacy_candidates(trace_.algo_results(u(e, f.results)));
-      for (const auto& c : r.candidates) r.plans_rejected += c.build_status != 0 ? 1 : 0;
-      r.search_workspace = f.workspace >= 0 ? u(e, f.workspace) : 0;
-      ts.legacy[hash] = LegacyPending{r};
-      return;
-    }
-    case kLegacyConvExec: {
-      const Problem* problem = trace_.problem(u(e, f.problem));
-      auto it = ts.legacy.find(problem ? problem->hash : 0);
-      if (it == ts.legacy.end()) return;
-      SearchRecord& r = it->second.rec;
-      int64_t algo = i(e, f.algo);
-      r.winner = -1;
-      for (size_t k = 0; k < r.candidates.size(); ++k) {
-        if (r.candidates[k].engine == algo) r.winner = int(k);
-      }
-      if (r.winner < 0) {
-        SearchCandidate c;
-        c.engine = algo;
-        r.candidates.push_back(c);
-        r.winner = int(r.candidates.size()) - 1;
-      }
-      r.candidates[size_t(r.winner)].executions++;
-      r.candidates[size_t(r.winner)].exec_status = e.ret;
-      r.end_ns = e.ts_ns;
-      r.complete = true;
-      sink_(r);
-      ts.legacy.erase(it);
-      return;
-    }
+    case kLegacyGet: return on_legacy_query(e, f, role == kLegacyFind, ts);
+    case kLegacyConvExec: return on_legacy_execute(e, f, ts);
     default: return;
   }
+}
+
+// An operation graph or a plan finalized: opens an episode for its problem (closing one for
+// another problem), and a plan becomes one of its candidates.
+void SearchTracker::on_finalize(const Event& e, const Fields& f, Episode& ep) {
+  int64_t kind = i(e, f.kind);
+  if (kind != kGraphKind && kind != kPlanKind) return;
+  const Problem* problem = trace_.problem(u(e, f.problem));
+  uint64_t hash = problem ? problem->hash : 0;
+  if (kind == kGraphKind && e.ret != 0) return;
+  // Another problem, or the same one selected again after its plan was chosen (PyTorch
+  // re-selects when a cached plan's workspace cannot be had): a new episode.
+  bool chosen = ep.timed ? ep.rec.winner >= 0 : ep.first_ok >= 0;
+  if (ep.open && hash != 0 && (ep.rec.problem_hash != hash || (kind == kGraphKind && chosen))) close(ep);
+  if (!ep.open) {
+    ep.open = true;
+    ++open_episodes_;
+    ep.rec = SearchRecord{};
+    ep.rec.pid = e.pid;
+    ep.rec.tid = e.tid;
+    ep.rec.device = e.device;
+    ep.rec.api = SearchApi::kBackend;
+    ep.rec.function = name_of(SearchApi::kBackend);
+    ep.rec.mode = SearchMode::kHeuristic;
+    ep.rec.problem = problem ? problem->text : std::string();
+    ep.rec.problem_info = problem;
+    ep.rec.problem_hash = hash;
+    ep.rec.start_ns = e.ts_ns;
+    ep.rec.align = uint32_t(u(e, f.align));
+  }
+  if (ep.rec.stack == 0) ep.rec.stack = e.stack;
+  ep.rec.end_ns = e.ts_ns + e.dur_ns;
+  if (kind != kPlanKind) return;
+  SearchCandidate c;
+  c.plan = u(e, f.desc);
+  c.engine = i(e, f.engine);
+  c.knobs = trace_.knobs_text(u(e, f.knobs));
+  c.workspace = u(e, f.workspace);
+  c.notes = uint32_t(u(e, f.notes));
+  c.build_status = e.ret;
+  if (e.injected()) c.injected = true;
+  if (e.ret != 0) ep.rec.plans_rejected++;
+  ep.by_plan[c.plan] = ep.rec.candidates.size();
+  ep.rec.candidates.push_back(c);
+  if (ep.rec.device < 0) ep.rec.device = e.device;
+}
+
+// A plan executed: a candidate ran; one run again after it was timed is a search's winner.
+void SearchTracker::on_execute(const Event& e, const Fields& f, ThreadState& ts) {
+  ++ts.executions;
+  Episode& ep = ts.episode;
+  if (!ep.open) return;
+  auto it = ep.by_plan.find(u(e, f.plan));
+  if (it == ep.by_plan.end()) {
+    // A plan from outside the episode runs: the episode is over.
+    close(ep);
+    return;
+  }
+  SearchCandidate& c = ep.rec.candidates[it->second];
+  bool rerun_after_timing = ep.timed && c.time_ms >= 0;
+  c.executions++;
+  c.exec_status = e.ret;
+  if (e.injected()) c.injected = true;
+  c.last_exec_ns = e.ts_ns;
+  ep.last_executed = int(it->second);
+  if (ep.first_ok < 0) ep.rec.end_ns = e.ts_ns;
+  if (e.ret == 0 && ep.first_ok < 0) ep.first_ok = int(it->second);
+  if (rerun_after_timing) {
+    ep.rec.end_ns = e.ts_ns;
+    ep.rec.winner = int(it->second);
+    close(ep);
+  }
+}
+
+void SearchTracker::on_event_record(const Event& e, const Fields& f, ThreadState& ts) {
+  ts.records_seen = true;
+  if (e.ret != 0) return;
+  if (ts.recorded_at.size() >= 4096) ts.recorded_at.clear();  // only the latest records matter
+  ts.recorded_at[u(e, f.event)] = ts.executions;
+}
+
+// A time measured between two events: the latest executed candidate's, when exactly one plan
+// execution lies between the two records.
+void SearchTracker::on_elapsed(const Event& e, const Fields& f, ThreadState& ts) {
+  Episode& ep = ts.episode;
+  if (!ep.open || ep.last_executed < 0 || e.ret != 0) return;
+  if (ts.records_seen) {
+    // Traces whose event records carry no role (older files read without the table) keep
+    // the earlier reading: any time measured while a selection is open.
+    auto start = ts.recorded_at.find(u(e, f.start));
+    auto end = ts.recorded_at.find(u(e, f.end));
+    if (start == ts.recorded_at.end() || end == ts.recorded_at.end() || end->second - start->second != 1) return;
+  }
+  double ms = as_double(u(e, f.ms));
+  SearchCandidate& c = ep.rec.candidates[size_t(ep.last_executed)];
+  if (c.time_ms < 0 || ms < c.time_ms) c.time_ms = ms;
+  ep.timed = true;
+  ep.rec.end_ns = e.ts_ns + e.dur_ns;
+}
+
+// A legacy cudnnFind* (benchmark) or cudnnGet*_v7 (heuristic) call: a search awaiting the
+// problem's next execution on this thread, which names the winner.
+void SearchTracker::on_legacy_query(const Event& e, const Fields& f, bool find, ThreadState& ts) {
+  const Problem* problem = trace_.problem(u(e, f.problem));
+  uint64_t hash = problem ? problem->hash : 0;
+  auto old = ts.legacy.find(hash);
+  if (old != ts.legacy.end()) {
+    sink_(old->second.rec);  // asked again before running it: still incomplete
+    ts.legacy.erase(old);
+  }
+  SearchRecord r;
+  r.pid = e.pid;
+  r.tid = e.tid;
+  r.device = e.device;
+  r.api = SearchApi::kLegacy;
+  r.function = trace_.api_name(e.api);
+  r.mode = find ? SearchMode::kBenchmark : SearchMode::kHeuristic;
+  r.problem = problem ? problem->text : std::string();
+  r.problem_info = problem;
+  r.problem_hash = hash;
+  r.start_ns = e.ts_ns;
+  r.align = uint32_t(u(e, f.align));
+  r.stack = e.stack;
+  r.end_ns = e.ts_ns + e.dur_ns;
+  r.candidates = legacy_candidates(trace_.algo_results(u(e, f.results)));
+  for (const auto& c : r.candidates) r.plans_rejected += c.build_status != 0 ? 1 : 0;
+  r.search_workspace = f.workspace >= 0 ? u(e, f.workspace) : 0;
+  ts.legacy[hash] = LegacyPending{r};
+}
+
+void SearchTracker::on_legacy_execute(const Event& e, const Fields& f, ThreadState& ts) {
+  const Problem* problem = trace_.problem(u(e, f.problem));
+  auto it = ts.legacy.find(problem ? problem->hash : 0);
+  if (it == ts.legacy.end()) return;
+  SearchRecord& r = it->second.rec;
+  int64_t algo = i(e, f.algo);
+  r.winner = -1;
+  for (size_t k = 0; k < r.candidates.size(); ++k) {
+    if (r.candidates[k].engine == algo) r.winner = int(k);
+  }
+  if (r.winner < 0) {
+    SearchCandidate c;
+    c.engine = algo;
+    r.candidates.push_back(c);
+    r.winner = int(r.candidates.size()) - 1;
+  }
+  r.candidates[size_t(r.winner)].executions++;
+  r.candidates[size_t(r.winner)].exec_status = e.ret;
+  r.end_ns = e.ts_ns;
+  r.complete = true;
+  sink_(r);
+  ts.legacy.erase(it);
 }
 
 const std::string* SearchTracker::selecting(uint32_t tid) const {

@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "enum_names.h"
 #include "trace/reader.h"
 
 namespace cuprobe::reader {
@@ -46,12 +47,28 @@ struct SearchCandidate {
   bool injected = false; // a failure of this candidate was made by cuprobe's fault mode
 };
 
+// Which cuDNN API chose the plan, and how: compared as enums; the names (what outputs, plan files
+// and evidence carry) are in the tables below and nowhere else.
+enum class SearchApi : uint8_t { kBackend, kLegacy };
+enum class SearchMode : uint8_t { kBenchmark, kHeuristic };
+inline constexpr std::pair<SearchMode, const char*> kSearchModeNames[] = {
+    {SearchMode::kBenchmark, "benchmark"},
+    {SearchMode::kHeuristic, "heuristic"},
+};
+inline constexpr std::pair<SearchApi, const char*> kSearchApiNames[] = {
+    {SearchApi::kBackend, "backend"},
+    {SearchApi::kLegacy, "legacy"},
+};
+inline const char* name_of(SearchMode m) { return name_in(kSearchModeNames, m); }
+inline const char* name_of(SearchApi a) { return name_in(kSearchApiNames, a); }
+
 struct SearchRecord {
   uint32_t pid = 0;
   uint32_t tid = 0;
   int device = -1;
-  std::string api;   // "backend" or the legacy function
-  std::string mode;  // "benchmark" or "heuristic"
+  SearchApi api = SearchApi::kBackend;
+  SearchMode mode = SearchMode::kHeuristic;
+  std::string function;  // as outputs show it: "backend", or the legacy function that searched
   std::string problem;
   const Problem* problem_info = nullptr;  // typed, valid while the trace is; nullptr when unknown
   uint64_t problem_hash = 0;
@@ -64,6 +81,9 @@ struct SearchRecord {
   uint32_t align = 0;             // smallest alignment of the problem's data (bytes), 0 unknown
   int plans_rejected = 0;         // candidates whose build failed (routine NOT_SUPPORTED)
   bool complete = false;
+
+  bool backend() const { return api == SearchApi::kBackend; }
+  bool benchmark() const { return mode == SearchMode::kBenchmark; }
 };
 
 class SearchTracker {
@@ -102,7 +122,15 @@ class SearchTracker {
     std::unordered_map<uint64_t, uint64_t> recorded_at;  // event -> executions when recorded
   };
 
+  struct Fields;
   void close(Episode& ep);
+  // on_event by the event's role:
+  void on_finalize(const Event& e, const Fields& f, Episode& ep);
+  void on_execute(const Event& e, const Fields& f, ThreadState& ts);
+  void on_event_record(const Event& e, const Fields& f, ThreadState& ts);
+  void on_elapsed(const Event& e, const Fields& f, ThreadState& ts);
+  void on_legacy_query(const Event& e, const Fields& f, bool find, ThreadState& ts);
+  void on_legacy_execute(const Event& e, const Fields& f, ThreadState& ts);
   uint64_t u(const Event& e, int field) const { return field >= 0 && field < e.nargs ? e.args[field] : 0; }
   int64_t i(const Event& e, int field) const { return int64_t(u(e, field)); }
 

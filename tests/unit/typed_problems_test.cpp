@@ -130,12 +130,13 @@ TEST(TypedProblems, AFormatOneDumpIsReadWithItsProblemTextHashKnobsAndResults) {
   EXPECT_EQ(knobs, "tile_size=8,stages=4");
   // The legacy search (the plan's finalize opens a backend selection of its own, never completed).
   reader::SearchTracker tracker(t, [&](const reader::SearchRecord& r) {
-    if (r.api != "backend") searches.push_back(r);
+    if (!r.backend()) searches.push_back(r);
   });
   t.for_each_event([&](const reader::Event& e) { tracker.on_event(e); });
   tracker.finish();
   ASSERT_EQ(searches.size(), 1u);
-  EXPECT_EQ(searches[0].mode, "benchmark");
+  EXPECT_EQ(searches[0].mode, reader::SearchMode::kBenchmark);
+  EXPECT_STREQ(reader::name_of(searches[0].mode), "benchmark");
   ASSERT_EQ(searches[0].candidates.size(), 2u);
   EXPECT_EQ(searches[0].candidates[0].engine, 1);
   EXPECT_DOUBLE_EQ(searches[0].candidates[0].time_ms, 0.5);

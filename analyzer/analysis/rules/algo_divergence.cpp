@@ -15,7 +15,7 @@
 #include <set>
 
 #include "analysis/common.h"
-#include "analysis/enum_names.h"
+#include "enum_names.h"
 #include "analysis/pinning.h"
 #include "analysis/rules.h"
 #include "analysis/trackers/config.h"
@@ -329,14 +329,17 @@ void describe_problem(const AllFacts& all, const std::vector<std::map<uint64_t, 
 void describe_pinning(const AllFacts& all, const std::vector<PinSummary>& pins, uint64_t hash,
                       const ProblemDivergence& d, CrossProcess& x) {
   std::map<std::string, std::vector<std::string>> by_state;
+  bool any_pinned = false;
   for (const auto& [c, v] : d.by_choice) {
     for (size_t i : v) {
       auto st = pins[i].state.find(hash);
-      by_state[st == pins[i].state.end() ? (pins[i].active ? "not in the plan file" : "not pinned") : st->second]
+      any_pinned |= st != pins[i].state.end() && st->second == trace::PinOutcome::kPinned;
+      by_state[st == pins[i].state.end() ? (pins[i].active ? "not in the plan file" : "not pinned")
+                                         : reader::name_of(st->second)]
           .push_back(short_process_name(all.processes[i]));
     }
   }
-  if (by_state.size() < 2 || !by_state.count("pinned")) return;
+  if (by_state.size() < 2 || !any_pinned) return;
   nlohmann::json pj = nlohmann::json::object();
   std::string clause;
   for (const auto& [state, who] : by_state) {

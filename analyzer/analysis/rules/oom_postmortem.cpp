@@ -6,7 +6,7 @@
 #include <cctype>
 
 #include "analysis/common.h"
-#include "analysis/enum_names.h"
+#include "enum_names.h"
 #include "analysis/rules.h"
 
 namespace cuprobe::analysis {

@@ -21,9 +21,9 @@ void plan_pinning(const RuleSpec& spec, const AllFacts& all, const Emit& emit) {
       continue;
     }
     for (const auto& [outcome, n] : s.asides) {
-      reasons += fmt::format("{}{} {} (e.g. {})", reasons.empty() ? "" : "; ", n, outcome,
+      reasons += fmt::format("{}{} {} (e.g. {})", reasons.empty() ? "" : "; ", n, reader::name_of(outcome),
                              s.aside_example.at(outcome).substr(0, 100));
-      by_reason[outcome] = n;
+      by_reason[reader::name_of(outcome)] = n;
     }
     std::string summary =
         s.plans_in_file == 0

@@ -227,7 +227,7 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
     if (p.trace && !trace::finalized(p.trace->state()) && p.step_starts.size() < 2) continue;
     std::vector<Searched> searched;
     for (const auto& s : p.searches) {
-      if (s.mode == "benchmark" && !pinned_selection(p, s)) {
+      if (s.benchmark() && !pinned_selection(p, s)) {
         searched.push_back(Searched{&s, reader::problem_shape(s.problem_info), 0, false});
       }
     }

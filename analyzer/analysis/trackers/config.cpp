@@ -42,8 +42,8 @@ ConfigTracker::ConfigTracker(const reader::Trace& trace, SearchesTracker& search
 }
 
 void ConfigTracker::on_search(const reader::SearchRecord& r) {
-  bool backend = r.api == "backend";
-  bool timed = r.mode == "benchmark";
+  bool backend = r.backend();
+  bool timed = r.benchmark();
   uint8_t how = backend ? (timed ? kChoseByBenchmark : kChoseByHeuristics) : (timed ? kChoseByLegacyFind : kChoseByLegacyGet);
   ++(backend ? (timed ? config_.benchmark_searches : config_.heuristic_selections)
              : (timed ? config_.legacy_find : config_.legacy_get));

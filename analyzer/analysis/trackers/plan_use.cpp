@@ -12,7 +12,7 @@ namespace cuprobe::analysis {
 PlanUseTracker::PlanUseTracker(const reader::Trace& trace, SearchesTracker& searches)
     : trace_(trace), searches_(searches) {
   searches.on_search([this](const reader::SearchRecord& r) {
-    if (r.mode == "heuristic" && r.api == "backend" && r.winner >= 0) {
+    if (!r.benchmark() && r.backend() && r.winner >= 0) {
       const auto& w = r.candidates[size_t(r.winner)];
       use(r.problem_hash, r.problem, w.engine, w.knobs, true, r.end_ns, w.last_exec_ns, uint64_t(w.executions), r.tid);
     }
