@@ -36,7 +36,7 @@ target_include_directories(cuprobe_cuda_headers SYSTEM INTERFACE ${CUDART_INCLUD
 find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
-# The option parser of every `cuprobe` subcommand (analyzer/options.cpp); header-only.
+# The option parser of every `cuprobe` subcommand (cli/options.cpp); header-only.
 find_package(CLI11 2.1 REQUIRED)
 # SQLite (cuprobe export --format sqlite), linked statically where the static library exists, so
 # that the cuprobe binary runs on machines without libsqlite3 (GPU nodes, containers).

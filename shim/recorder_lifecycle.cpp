@@ -53,7 +53,7 @@ struct sigaction g_old_actions[kMaxSignal];
 // once on stderr and removed from this process's environment, so that the rest of the shim
 // (stacks.cpp and mem_sample.cpp read their own variables after this) and every program this
 // one runs take the default, and a job says it once rather than once per process. `cuprobe
-// record` refuses the same values before the job starts: analyzer/cmds/record.cpp
+// record` refuses the same values before the job starts: cli/cmds/record.cpp
 // (kShimVariables) keeps the same rules; change both together.
 
 bool g_env_quiet = false;  // CUPROBE_QUIET, known before anything else is checked

@@ -6,10 +6,10 @@ Usage: check_docs.py [ROOT]   (ROOT: the repository, default: two levels above t
 Fails (exit 1, one line per problem) when
   - a rule the analyzer registers (RegisterRule in analyzer/analysis/rules/*.cpp) or ships
     (rules/*.json) has no page docs/rules/<id>.md, no row in README.md's rules table or in
-    docs/rules/README.md's, or is not named in `cuprobe analyze --help` (analyzer/cmds/analyze.cpp);
+    docs/rules/README.md's, or is not named in `cuprobe analyze --help` (cli/cmds/analyze.cpp);
   - a rule page does not list one of the rule's thresholds (rules/<id>.json "params") with its
     default value, or a page or table row names a rule that does not exist;
-  - a subcommand of the CLI (analyzer/main.cpp: `if (cmd == "X") return cmd_...`) has no page
+  - a subcommand of the CLI (cli/main.cpp: `if (cmd == "X") return cmd_...`) has no page
     docs/commands/<X>.md, or docs/commands/README.md does not link it;
   - a relative Markdown link in README.md or docs/**/*.md points to a missing file, or such a file
     names a repository path `docs/....md` that does not exist (the docs name each other in plain
@@ -57,11 +57,11 @@ def check_rules():
         problems.append("no rule found in analyzer/analysis/rules/*.cpp or rules/*.json: the checker is broken")
     readme_rows = table_rule_ids(read("README.md"))
     index_rows = table_rule_ids(read("docs/rules/README.md"))
-    analyze_cpp = read("analyzer/cmds/analyze.cpp")
+    analyze_cpp = read("cli/cmds/analyze.cpp")
     m = re.search(r'kHelp = R"\((.*?)\)";', analyze_cpp, re.S)
     analyze_help = m.group(1) if m else ""
     if not analyze_help:
-        problems.append("analyzer/cmds/analyze.cpp: no kHelp text found")
+        problems.append("cli/cmds/analyze.cpp: no kHelp text found")
     for rid in sorted(ids):
         page = f"docs/rules/{rid}.md"
         if not os.path.exists(os.path.join(ROOT, page)):
@@ -80,7 +80,7 @@ def check_rules():
         if rid not in index_rows:
             problems.append(f"rule {rid}: no row in docs/rules/README.md's table")
         if analyze_help and rid not in analyze_help:
-            problems.append(f"rule {rid}: not named in `cuprobe analyze --help` (analyzer/cmds/analyze.cpp)")
+            problems.append(f"rule {rid}: not named in `cuprobe analyze --help` (cli/cmds/analyze.cpp)")
     for name in os.listdir(os.path.join(ROOT, "docs", "rules")):
         if name.endswith(".md") and name != "README.md" and name[:-3] not in ids:
             problems.append(f"docs/rules/{name}: no rule {name[:-3]} in the code")
@@ -94,10 +94,10 @@ def check_rules():
 
 
 def check_commands():
-    main = read("analyzer/main.cpp")
+    main = read("cli/main.cpp")
     commands = re.findall(r'if \(cmd == "([a-z]+)"\) return cmd_', main)
     if not commands:
-        problems.append("analyzer/main.cpp: no subcommand found: the checker is broken")
+        problems.append("cli/main.cpp: no subcommand found: the checker is broken")
     index = read("docs/commands/README.md") if os.path.exists(os.path.join(ROOT, "docs/commands/README.md")) else ""
     if not index:
         problems.append("docs/commands/README.md is missing")

@@ -5,7 +5,7 @@ Usage: check_no_shell.py [ROOT]   (ROOT: the repository, default: two levels abo
 
 The analyzer reads traces, which are files from anyone, and paths in them must never reach a
 shell (analyzer/trace/symbolize.cpp once ran `addr2line -e '<path from the trace>'` through
-popen). Fails (exit 1, one line per call) when a C or C++ file under analyzer/ or common/ calls
+popen). Fails (exit 1, one line per call) when a C or C++ file under analyzer/, cli/ or common/ calls
 popen, system or wordexp (which runs command substitutions), comments and string literals aside.
 Programs are started with an argument vector (posix_spawn, execvp), as `cuprobe record` does.
 """
@@ -14,7 +14,7 @@ import re
 import sys
 
 ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", ".."))
-DIRS = ["analyzer", "common"]
+DIRS = ["analyzer", "cli", "common"]
 SUFFIXES = (".c", ".cc", ".cpp", ".h", ".hpp", ".in")
 
 # A call of one of these functions: the name not preceded by a word character, `.` or `->` (a
