@@ -7,7 +7,7 @@
 
 #include <cudnn.h>
 
-#include "cudnn_capture.h"
+#include "capture_cudnn_detail.h"
 #include "cudnn_mirror.h"
 #include "hook.h"
 

@@ -16,7 +16,7 @@
 
 #include "api.h"
 #include "clock.h"
-#include "cudnn_capture.h"
+#include "capture_cudnn_detail.h"
 #include "driver_queries.h"
 #include "problem_text.h"
 #include "process_info.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cudnn_capture.h"
+#include "capture_cudnn_detail.h"
 #include "cudnn_mirror.h"
 #include "cudnn_problem.h"
 #include "problem_table.h"

@@ -1,5 +1,5 @@
-// cuDNN capture logic; see cudnn_capture.h.
-#include "cudnn_capture.h"
+// capture_cudnn.h's longer helpers (cuDNN capture logic); see capture_cudnn_detail.h.
+#include "capture_cudnn_detail.h"
 
 #include <stdio.h>
 #include <string.h>
