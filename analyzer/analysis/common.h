@@ -107,17 +107,17 @@ inline std::string device_name(const ProcessFacts& p, int device) {
 
 // Where a stack of process p points in the application: its innermost Python frame (the script's
 // line) and its innermost native frames, symbolized offline; empty without a stack.
-inline std::vector<std::string> stack_sites(const AllFacts& all, const ProcessFacts& p, uint32_t stack,
+inline std::vector<std::string> stack_sites(const AllFacts& all, const ProcessFacts& p, reader::StackId stack,
                                             size_t python = 1, size_t native = 2) {
   if (stack == 0 || p.trace == nullptr || all.symbols == nullptr) return {};
   return all.symbols->describe(*p.trace, stack, python, native);
 }
 
 // The call sites the most items came from: "N× at <site> < <caller>" for the top `top` stacks.
-inline std::vector<std::string> top_sites(const AllFacts& all, const ProcessFacts& p, const std::vector<uint32_t>& stacks,
+inline std::vector<std::string> top_sites(const AllFacts& all, const ProcessFacts& p, const std::vector<reader::StackId>& stacks,
                                           const std::string& what, size_t top = 3) {
   std::map<std::string, size_t> by_site;
-  for (uint32_t s : stacks) {
+  for (reader::StackId s : stacks) {
     std::vector<std::string> frames = stack_sites(all, p, s);
     if (frames.empty()) continue;
     std::string site = frames[0];

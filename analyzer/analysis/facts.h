@@ -38,7 +38,7 @@ struct Allocation {
   AllocationKind kind = AllocationKind::kPlain;
   std::string purpose;  // kind in words: "workspace while cuDNN chose a plan for <problem>", ...
   std::string owner;    // who asked for it (owner_of): "PyTorch caching allocator", "NCCL", ...
-  uint32_t stack = 0;   // where it was allocated, when the trace has the stack
+  reader::StackId stack;  // where it was allocated, when the trace has the stack
 };
 
 // One device's memory as the process used it, over every path: the runtime's allocations
@@ -96,7 +96,7 @@ struct OomEvent {
   std::string search_problem;          // the search in progress, when there was one
   std::string injected_by;             // the fault rule that replaced the call ("mem-cap": the memory cap)
   bool mem_cap = false;                // that rule was the memory cap (cuprobe record --mem-cap)
-  uint32_t stack = 0;                  // where the failed call was made
+  reader::StackId stack;               // where the failed call was made
   // The framework's own report of the failure (PyTorch's caching allocator, once it gave up):
   // the request as its error message states it, 0 when there was none.
   uint64_t framework_request = 0;
@@ -151,7 +151,7 @@ struct CudnnFailure {
   uint64_t first_ns = 0;
   uint64_t last_ns = 0;
   uint32_t align = 0;    // smallest pointer alignment seen with it, 0 unknown
-  uint32_t stack = 0;    // where it first happened, when recorded
+  reader::StackId stack;  // where it first happened, when recorded
 };
 
 // Which plans (engine + knobs, or legacy algorithm) a problem ran with outside searches.
@@ -258,7 +258,7 @@ struct ProcessFacts {
   uint64_t steady_alloc_ns = 0;
   uint64_t steady_frees = 0;
   uint64_t steady_alloc_bytes = 0;
-  std::vector<uint32_t> steady_alloc_stacks;  // where the steady-state allocations came from
+  std::vector<reader::StackId> steady_alloc_stacks;  // where the steady-state allocations came from
   // When every allocation and free that churn counts happened, in time order (the first 2^20):
   // whether churn lasted through the job or died down.
   std::vector<uint64_t> churn_call_ts;
@@ -294,7 +294,7 @@ std::string owners_text(const std::map<std::string, uint64_t>& bytes_by_owner);
 
 // Who asked for an allocation, from the module its call came from (the caller field, or the
 // first frame of its stack outside the CUDA libraries and cuprobe).
-std::string owner_of(const reader::Trace& trace, const reader::Api& api, uint64_t caller, uint32_t stack);
+std::string owner_of(const reader::Trace& trace, const reader::Api& api, uint64_t caller, reader::StackId stack);
 
 
 }  // namespace cuprobe::analysis

@@ -48,7 +48,7 @@ std::string owners_text(const std::map<std::string, uint64_t>& bytes_by_owner) {
   return text;
 }
 
-std::string owner_of(const reader::Trace& trace, const reader::Api& api, uint64_t caller, uint32_t stack) {
+std::string owner_of(const reader::Trace& trace, const reader::Api& api, uint64_t caller, reader::StackId stack) {
   if (caller != 0) {
     if (const reader::Module* m = trace.module_of(caller)) {
       std::string base = base_name(m->path);

@@ -16,7 +16,7 @@ ProblemFields problem_fields(const reader::Api& api) {
 bool names_problem(const ApiView& v) { return v.problem.id >= 0; }
 
 const reader::Problem* problem_of(const reader::Trace& trace, const reader::Event& e, const ApiView& v) {
-  return v.problem.id >= 0 ? trace.problem(field(e, v.problem.id)) : nullptr;
+  return v.problem.id >= 0 ? trace.problem(reader::ProblemId(field(e, v.problem.id))) : nullptr;
 }
 
 uint64_t problem_hash_of(const reader::Trace& trace, const reader::Event& e, const ApiView& v) {

@@ -663,7 +663,7 @@ class SqliteSink : public TimelineSink {
   void write_stack(const reader::Trace& t, uint32_t trace_id, const reader::Stack& st) {
     int64_t id = ++stack_id_;
     stack_ids_[trace_id] = id;
-    std::vector<std::string> parts = symbols_.describe(t, trace_id, 1, 2);
+    std::vector<std::string> parts = symbols_.describe(t, reader::StackId(trace_id), 1, 2);
     std::string site;
     for (const auto& part : parts) site += (site.empty() ? "" : " < ") + part;
     ins_stack_.i(id).i(process_id_).i(trace_id).t(site).i(int64_t(st.python.size())).i(int64_t(st.pcs.size())).run();

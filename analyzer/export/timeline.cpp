@@ -206,7 +206,7 @@ class Walker {
     x.backend = v.backend_execute;
     x.engine = v.backend_execute ? int64_t(field(e, v.engine)) : int64_t(field(e, v.algo));
     static const std::string kNone;
-    x.knobs = v.backend_execute ? &trace_.knobs_text(field(e, v.knobs)) : &kNone;
+    x.knobs = v.backend_execute ? &trace_.knobs_text(reader::KnobsId(field(e, v.knobs))) : &kNone;
     x.workspace = field(e, workspace_field(e.api, *v.api));
     x.problem = &analysis::problem_text_of(trace_, e, v);
     x.problem_hash = analysis::problem_hash_of(trace_, e, v);

@@ -70,7 +70,7 @@ struct FailureItem {
   const std::string* api = nullptr;
   const char* library = "";  // "cudart", "cuda", "cudnn", "nccl"
   int32_t ret = 0;
-  uint32_t stack = 0;
+  reader::StackId stack;
   bool injected = false;     // also reported as a FaultItem
 };
 
@@ -101,7 +101,7 @@ struct AllocationItem {
   uint64_t alloc_ts_ns = 0;  // for a free: when the memory was allocated
   const std::string* owner = nullptr;   // never null
   const std::string* search_problem = nullptr;  // non-null: allocated during this problem's plan selection
-  uint32_t stack = 0;
+  reader::StackId stack;
 };
 
 // Device memory live after a change, for one device: in total and of the owner that changed.

@@ -881,10 +881,10 @@ class JsonlTrace : public Trace {
     if (p.outcome == trace::PinOutcome::kCount) throw BadValue{"a pin line with an unknown \"outcome\""};
     std::string problem = str(j, "problem");
     p.problem_hash = hex(j, "hash");
-    if (!problem.empty()) p.problem = b_.add_problem(problem, p.problem_hash, nullptr);
+    if (!problem.empty()) p.problem = ProblemId(b_.add_problem(problem, p.problem_hash, nullptr));
     p.engine = i64(j, "engine", -1);
     std::string knobs = str(j, "knobs");
-    if (!knobs.empty()) p.knobs = b_.add_knobs_text(knobs);
+    if (!knobs.empty()) p.knobs = KnobsId(b_.add_knobs_text(knobs));
     p.legacy = boolean(j, "legacy");
     p.answered = boolean(j, "answered");
     p.pinned_ms = dbl(j, "pinned_ms", -1);
@@ -997,7 +997,7 @@ class JsonlTrace : public Trace {
       }
       e.fault_rule = s.fault_rule;
       e.fault_k = s.fault_k;
-      e.stack = s.stack;
+      e.stack = StackId(s.stack);
       e.sample = s.sample;
       fn(e);
     }

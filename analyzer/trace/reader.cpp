@@ -257,8 +257,8 @@ const std::string& Trace::api_name(uint16_t id) const {
   return a ? a->name : kUnknown;
 }
 
-const Stack* Trace::stack(uint32_t id) const {
-  auto it = stacks_.find(id);
+const Stack* Trace::stack(StackId id) const {
+  auto it = id <= UINT32_MAX ? stacks_.find(uint32_t(id)) : stacks_.end();
   return it == stacks_.end() ? nullptr : &it->second;
 }
 
@@ -275,18 +275,18 @@ const FaultRule* Trace::fault_rule(int index) const {
   return nullptr;
 }
 
-const std::string& Trace::knobs_text(uint64_t id) const {
+const std::string& Trace::knobs_text(KnobsId id) const {
   static const std::string kNone;
   auto it = knob_sets_.find(uint32_t(id));
   return id <= UINT32_MAX && it != knob_sets_.end() ? it->second.text : kNone;
 }
 
-const std::vector<trace::Knob>* Trace::knobs(uint64_t id) const {
+const std::vector<trace::Knob>* Trace::knobs(KnobsId id) const {
   auto it = knob_sets_.find(uint32_t(id));
   return id <= UINT32_MAX && it != knob_sets_.end() && !it->second.knobs.empty() ? &it->second.knobs : nullptr;
 }
 
-const std::vector<trace::AlgoResult>* Trace::algo_results(uint64_t id) const {
+const std::vector<trace::AlgoResult>* Trace::algo_results(AlgoResultsId id) const {
   auto it = algo_results_.find(uint32_t(id));
   return id <= UINT32_MAX && it != algo_results_.end() ? &it->second : nullptr;
 }
@@ -390,9 +390,9 @@ void TraceBuilder::damaged(uint64_t records, bool ignored) {
   if (ignored) t_.ignored_events_ += records;
 }
 
-const std::string& Trace::string(uint32_t id) const {
+const std::string& Trace::string(StringId id) const {
   static const std::string kEmpty;
-  auto it = strings_.find(id);
+  auto it = id <= UINT32_MAX ? strings_.find(uint32_t(id)) : strings_.end();
   return it == strings_.end() ? kEmpty : it->second;
 }
 
@@ -596,7 +596,7 @@ void TraceFile::settle_out_of_range() {
 void TraceFile::resolve_after_scan(const trace::FileHeader& hdr, std::vector<std::pair<uint64_t, uint64_t>> anchors) {
   // Python frames name their file and function by string ids, known once every chunk was read.
   for (const auto& [id, f] : raw_python_) {
-    stacks_[id].python.push_back(PyFrame{string(f.file), string(f.function), f.line});
+    stacks_[id].python.push_back(PyFrame{string(StringId(f.file)), string(StringId(f.function)), f.line});
   }
   raw_python_.clear();
   std::sort(modules_.begin(), modules_.end(), [](const Module& a, const Module& b) { return a.start < b.start; });
@@ -625,10 +625,10 @@ void TraceFile::resolve_after_scan(const trace::FileHeader& hdr, std::vector<std
     p.ts_ns = clock_.to_ns(rec->ticks);
     p.outcome = rec->outcome > 0 && rec->outcome < uint32_t(trace::PinOutcome::kCount) ? trace::PinOutcome(rec->outcome)
                                                                                       : trace::PinOutcome::kNotOffered;
-    p.problem = rec->problem;
+    p.problem = ProblemId(rec->problem);
     p.problem_hash = rec->problem_hash;
     p.engine = rec->engine;
-    p.knobs = rec->knobs;
+    p.knobs = KnobsId(rec->knobs);
     p.legacy = (rec->flags & trace::kPinLegacy) != 0;
     p.answered = (rec->flags & trace::kPinHeuristicsAnswered) != 0;
     p.pinned_ms = rec->pinned_ms;
@@ -766,7 +766,7 @@ void TraceFile::read_coverage(const trace::FileHeader& hdr) {
     c.window_lo_ns = r.window_lo_ticks == 0 ? 0 : clock_.to_ns(r.window_lo_ticks);
     c.window_hi_ns = r.window_hi_ticks == UINT64_MAX ? UINT64_MAX : clock_.to_ns(r.window_hi_ticks);
     c.outside_window_calls = r.outside_window_calls;
-    if (r.window_marker != 0) c.window_marker = string(uint32_t(r.window_marker));
+    if (r.window_marker != 0) c.window_marker = string(StringId(r.window_marker));
     c.window_marker_opens = r.window_marker_opens;
   }
 }
@@ -1353,9 +1353,9 @@ void TraceFile::for_each_event(const std::function<void(const Event&)>& fn) cons
     e.stream = e.has_stream ? r->tail[e.nargs] : 0;
     e.fault_rule = -1;
     e.fault_k = 0;
-    e.stack = 0;
+    e.stack = StackId();
     uint32_t last = words;  // the optional words at the end: [fault][stack]
-    if ((r->h.flags & trace::kCallHasStack) && last > 0) e.stack = uint32_t(r->tail[--last]);
+    if ((r->h.flags & trace::kCallHasStack) && last > 0) e.stack = StackId(uint32_t(r->tail[--last]));
     if ((r->h.flags & trace::kCallInjected) && last > 0) {
       uint64_t word = r->tail[--last];
       e.fault_rule = (word & 0xffff) == trace::kPinFaultRule ? Event::kPinnedRule : int(word & 0xffff);

@@ -24,6 +24,24 @@
 
 namespace cuprobe::reader {
 
+// Typed ids (the idea of heaptrack's util/indices.h): the ids of each of the trace's tables are
+// a type of their own, so a stack id cannot be passed where a problem id is wanted. An id gives
+// its number implicitly (output, tests against 0) and is made from a number only explicitly: where
+// a call's field holds one (ProblemId(u(e, f.problem))) or a record names one.
+template <class Tag>
+struct Id {
+  uint64_t value = 0;
+  constexpr Id() = default;
+  constexpr explicit Id(uint64_t v) : value(v) {}
+  constexpr operator uint64_t() const { return value; }  // NOLINT(google-explicit-constructor)
+};
+using ProblemId = Id<struct ProblemTag>;          // Trace::problem: ProblemRecord, fields of type q
+using StackId = Id<struct StackTag>;              // Trace::stack: StackRecord
+using StringId = Id<struct StringTag>;            // Trace::string: StringRecord
+using KnobsId = Id<struct KnobsTag>;              // Trace::knobs, knobs_text: fields of type k
+using AlgoResultsId = Id<struct AlgoResultsTag>;  // Trace::algo_results: fields of type r
+
+
 // How a process's trace ended, by name: what `cuprobe dump` writes (and the JSON Lines reader
 // reads back), `export --format sqlite` stores and `analyze` builds its wording on. One table.
 inline constexpr std::pair<trace::FileState, const char*> kFileStateNames[] = {
@@ -88,10 +106,10 @@ struct PinEvent {
   uint32_t tid = 0;
   uint64_t ts_ns = 0;
   trace::PinOutcome outcome = trace::PinOutcome::kPinned;
-  uint32_t problem = 0;  // problem id (Trace::problem)
+  ProblemId problem;    // Trace::problem
   uint64_t problem_hash = 0;
   int64_t engine = -1;   // the pinned engine or algorithm, -1 when none applies
-  uint32_t knobs = 0;    // the pinned knob set's id when the selection ended on it
+  KnobsId knobs;        // the pinned knob set when the selection ended on it
   bool legacy = false;
   bool answered = false;  // the shim answered the selection's heuristics query with the pinned configuration
   double pinned_ms = -1;  // the pinned plan's time in the plan file
@@ -127,7 +145,7 @@ struct Event {
   uint64_t stream = 0;
   const uint64_t* args = nullptr;
   int nargs = 0;
-  uint32_t stack = 0;   // the call's stack (Trace::stack), 0 when none was taken
+  StackId stack;        // the call's stack (Trace::stack), 0 when none was taken
   int fault_rule = -1;  // the fault rule that replaced this call (trace_format.h kCallInjected), else -1;
                         // kPinnedRule when plan pinning answered it (a candidate failed fast)
   uint64_t fault_k = 0; // the call's match number for that rule
@@ -272,21 +290,21 @@ class Trace {
   const std::string& api_name(uint16_t id) const;
   const std::map<int, Device>& devices() const { return devices_; }
   const std::map<uint32_t, int64_t>& properties() const { return properties_; }
-  const std::string& string(uint32_t id) const;
+  const std::string& string(StringId id) const;
   const std::vector<Crash>& crashes() const { return crashes_; }
   const std::vector<PinEvent>& pins() const { return pins_; }
   const std::vector<Count>& counts() const { return counts_; }
   const std::vector<CudnnHandle>& cudnn_handles() const { return handles_; }
   const std::vector<FaultRule>& fault_rules() const { return fault_rules_; }
   const std::map<uint32_t, Stack>& stacks() const { return stacks_; }
-  const Stack* stack(uint32_t id) const;
+  const Stack* stack(StackId id) const;
   // Problems, knob sets and legacy algorithm results by the id a call field holds (types q, k, r);
   // nullptr / "" for 0 or an id the trace has no record of.
-  const Problem* problem(uint64_t id) const { return id < problems_.size() && problems_[id].id ? &problems_[id] : nullptr; }
+  const Problem* problem(ProblemId id) const { return id < problems_.size() && problems_[id].id ? &problems_[id] : nullptr; }
   const std::vector<Problem>& problems() const { return problems_; }  // by id; entries with id 0 are unused
-  const std::string& knobs_text(uint64_t id) const;
-  const std::vector<trace::Knob>* knobs(uint64_t id) const;
-  const std::vector<trace::AlgoResult>* algo_results(uint64_t id) const;
+  const std::string& knobs_text(KnobsId id) const;
+  const std::vector<trace::Knob>* knobs(KnobsId id) const;
+  const std::vector<trace::AlgoResult>* algo_results(AlgoResultsId id) const;
   const std::vector<Module>& modules() const { return modules_; }  // sorted by start
   const Module* module_of(uint64_t pc) const;
   const FaultRule* fault_rule(int index) const;

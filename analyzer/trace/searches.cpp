@@ -113,7 +113,7 @@ void SearchTracker::on_event(const Event& e) {
 void SearchTracker::on_finalize(const Event& e, const Fields& f, Episode& ep) {
   int64_t kind = i(e, f.kind);
   if (kind != kGraphKind && kind != kPlanKind) return;
-  const Problem* problem = trace_.problem(u(e, f.problem));
+  const Problem* problem = trace_.problem(ProblemId(u(e, f.problem)));
   uint64_t hash = problem ? problem->hash : 0;
   if (kind == kGraphKind && e.ret != 0) return;
   // Another problem, or the same one selected again after its plan was chosen (PyTorch
@@ -142,7 +142,7 @@ void SearchTracker::on_finalize(const Event& e, const Fields& f, Episode& ep) {
   SearchCandidate c;
   c.plan = u(e, f.desc);
   c.engine = i(e, f.engine);
-  c.knobs = trace_.knobs_text(u(e, f.knobs));
+  c.knobs = trace_.knobs_text(KnobsId(u(e, f.knobs)));
   c.workspace = u(e, f.workspace);
   c.notes = uint32_t(u(e, f.notes));
   c.build_status = e.ret;
@@ -209,7 +209,7 @@ void SearchTracker::on_elapsed(const Event& e, const Fields& f, ThreadState& ts)
 // A legacy cudnnFind* (benchmark) or cudnnGet*_v7 (heuristic) call: a search awaiting the
 // problem's next execution on this thread, which names the winner.
 void SearchTracker::on_legacy_query(const Event& e, const Fields& f, bool find, ThreadState& ts) {
-  const Problem* problem = trace_.problem(u(e, f.problem));
+  const Problem* problem = trace_.problem(ProblemId(u(e, f.problem)));
   uint64_t hash = problem ? problem->hash : 0;
   auto old = ts.legacy.find(hash);
   if (old != ts.legacy.end()) {
@@ -230,14 +230,14 @@ void SearchTracker::on_legacy_query(const Event& e, const Fields& f, bool find, 
   r.align = uint32_t(u(e, f.align));
   r.stack = e.stack;
   r.end_ns = e.ts_ns + e.dur_ns;
-  r.candidates = legacy_candidates(trace_.algo_results(u(e, f.results)));
+  r.candidates = legacy_candidates(trace_.algo_results(AlgoResultsId(u(e, f.results))));
   for (const auto& c : r.candidates) r.plans_rejected += c.build_status != 0 ? 1 : 0;
   r.search_workspace = f.workspace >= 0 ? u(e, f.workspace) : 0;
   ts.legacy[hash] = LegacyPending{r};
 }
 
 void SearchTracker::on_legacy_execute(const Event& e, const Fields& f, ThreadState& ts) {
-  const Problem* problem = trace_.problem(u(e, f.problem));
+  const Problem* problem = trace_.problem(ProblemId(u(e, f.problem)));
   auto it = ts.legacy.find(problem ? problem->hash : 0);
   if (it == ts.legacy.end()) return;
   SearchRecord& r = it->second.rec;

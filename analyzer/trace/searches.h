@@ -74,7 +74,7 @@ struct SearchRecord {
   uint64_t problem_hash = 0;
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;  // when the winner started running (or the last event of the episode)
-  uint32_t stack = 0;   // the call stack of the call that began it (Trace::stack), 0 when none
+  StackId stack;        // the call stack of the call that began it (Trace::stack), 0 when none
   std::vector<SearchCandidate> candidates;
   int winner = -1;  // index into candidates, -1 when the trace ends before a winner ran
   uint64_t search_workspace = 0;  // largest allocation made during the search

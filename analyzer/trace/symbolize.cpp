@@ -441,7 +441,7 @@ std::string Symbolizer::text(const Symbol& s) {
   return fmt::format("{} ({})", out, s.module.empty() ? "?" : s.module);
 }
 
-std::vector<std::string> Symbolizer::describe(const Trace& t, uint32_t stack_id, size_t max_python, size_t max_native) {
+std::vector<std::string> Symbolizer::describe(const Trace& t, StackId stack_id, size_t max_python, size_t max_native) {
   std::vector<std::string> out;
   const Stack* st = t.stack(stack_id);
   if (st == nullptr) return out;

@@ -54,7 +54,7 @@ class Symbolizer {
   static std::string text(const Symbol& s);
   // The stack's frames as text, at most `max` of each kind: the application's innermost Python
   // line, then the innermost Python frames, then the innermost native frames.
-  std::vector<std::string> describe(const Trace& t, uint32_t stack_id, size_t max_python = 3, size_t max_native = 4);
+  std::vector<std::string> describe(const Trace& t, StackId stack_id, size_t max_python = 3, size_t max_native = 4);
 
  private:
   struct Binary;

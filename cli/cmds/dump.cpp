@@ -336,14 +336,14 @@ void print_events(const reader::Trace& t, const Filter& filter, JsonLine& j) {
           j.dbl(f.name, d);
           break;
         }
-        case 's': j.str(f.name, t.string(uint32_t(v))); break;
+        case 's': j.str(f.name, t.string(reader::StringId(uint32_t(v)))); break;
         case 'q': {
-          const reader::Problem* p = t.problem(v);
+          const reader::Problem* p = t.problem(reader::ProblemId(v));
           j.str(f.name, p ? p->text : "");
           break;
         }
-        case 'k': j.str(f.name, t.knobs_text(v)); break;
-        case 'r': j.raw(f.name, results_json(t.algo_results(v))); break;
+        case 'k': j.str(f.name, t.knobs_text(reader::KnobsId(v))); break;
+        case 'r': j.raw(f.name, results_json(t.algo_results(reader::AlgoResultsId(v)))); break;
         default: j.num(f.name, v);
       }
     }

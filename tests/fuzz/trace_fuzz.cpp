@@ -82,7 +82,7 @@ void touch_metadata(const cuprobe::reader::Trace& t) {
     use(same ? same->matched : 0);
   }
   for (const auto& [id, s] : t.stacks()) {
-    const reader::Stack* same = t.stack(id);
+    const reader::Stack* same = t.stack(reader::StackId(id));
     use(same ? same->pcs.size() : 0);
     for (uint64_t pc : s.pcs) {
       const reader::Module* m = t.module_of(pc);
@@ -93,7 +93,7 @@ void touch_metadata(const cuprobe::reader::Trace& t) {
   }
   for (const auto& m : t.modules()) use(m.path + m.build_id + std::to_string(m.bias + m.start + m.end));
   for (const auto& d : t.diagnostics()) use(d);
-  for (uint32_t id = 0; id < 64; ++id) use(t.string(id));
+  for (uint32_t id = 0; id < 64; ++id) use(t.string(reader::StringId(id)));
 }
 
 void touch_events(const cuprobe::reader::Trace& t) {
@@ -106,7 +106,7 @@ void touch_events(const cuprobe::reader::Trace& t) {
     // A field the API names is an argument the event has, or none.
     if (api != nullptr && int(api->fields.size()) <= e.nargs) {
       for (size_t i = 0; i < api->fields.size(); ++i) {
-        if (api->fields[i].type == 's') use(t.string(uint32_t(e.args[i])));
+        if (api->fields[i].type == 's') use(t.string(cuprobe::reader::StringId(uint32_t(e.args[i]))));
       }
     }
     if (e.stack != 0) {

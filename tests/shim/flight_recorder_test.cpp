@@ -270,7 +270,7 @@ TEST(FlightRecorder, ProcessWideRecordsAreNeverOverwritten) {
   uint64_t pc = 0;
   while (out >> word >> id >> pc) {
     ASSERT_EQ(word, "stack");
-    const reader::Stack* st = trace.stack(id);
+    const reader::Stack* st = trace.stack(reader::StackId(id));
     ASSERT_NE(st, nullptr) << "stack " << id << " of " << stacks << " is missing";
     ASSERT_EQ(st->pcs.size(), 24u);
     EXPECT_EQ(st->pcs[0], pc);

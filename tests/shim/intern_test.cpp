@@ -69,15 +69,15 @@ TEST(Interning, CollidingStringsAndStacksKeepTheirOwnIds) {
   auto t = reader::TraceFile::open((*files)[0]);
   ASSERT_TRUE(t) << t.error().message;
   const reader::Trace& trace = **t;
-  EXPECT_EQ(trace.string(alpha), "collision-alpha");
-  EXPECT_EQ(trace.string(beta), "collision-beta");
+  EXPECT_EQ(trace.string(reader::StringId(alpha)), "collision-alpha");
+  EXPECT_EQ(trace.string(reader::StringId(beta)), "collision-beta");
   for (int i = 0; i < 200; ++i) {
-    EXPECT_EQ(trace.string(ids["thread-string"][i]), "collision-thread-" + std::to_string(i));
+    EXPECT_EQ(trace.string(reader::StringId(ids["thread-string"][i])), "collision-thread-" + std::to_string(i));
   }
 
-  const reader::Stack* one = trace.stack(s[0]);
-  const reader::Stack* two = trace.stack(s[1]);
-  const reader::Stack* three = trace.stack(s[2]);
+  const reader::Stack* one = trace.stack(reader::StackId(s[0]));
+  const reader::Stack* two = trace.stack(reader::StackId(s[1]));
+  const reader::Stack* three = trace.stack(reader::StackId(s[2]));
   ASSERT_TRUE(one && two && three);
   EXPECT_EQ(one->pcs, (std::vector<uint64_t>{0x1000, 0x2000, 0x3000}));
   EXPECT_EQ(two->pcs, (std::vector<uint64_t>{0x1000, 0x2000, 0x3004}));

@@ -356,7 +356,7 @@ TEST(JsonlHostile, MissingFieldsReadAsZeroAndDuplicateKeysKeepTheLast) {
   ASSERT_EQ(args.size(), 2u);
   ASSERT_EQ(args[0].size(), 3u);
   EXPECT_EQ(args[0][0], 0u);
-  EXPECT_EQ(t[0]->string(uint32_t(args[0][1])), "s1");
+  EXPECT_EQ(t[0]->string(reader::StringId(uint32_t(args[0][1]))), "s1");
   EXPECT_EQ(args[0][2], 5u);
   EXPECT_EQ(args[1], (std::vector<uint64_t>{2, 0, 0}));
 

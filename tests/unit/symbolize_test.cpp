@@ -213,12 +213,12 @@ TEST(Symbolize, ApplicationLineFirstThenLibraryFrames) {
   ASSERT_TRUE(traces) << traces.error().message;
   const Trace& t = *(*traces)[0];
   Symbolizer sym;
-  auto sites = sym.describe(t, 3, 2, 1);
+  auto sites = sym.describe(t, StackId(3), 2, 1);
   ASSERT_EQ(sites.size(), 3u);
   EXPECT_EQ(sites[0], "/home/me/train.py:33 in step");
   EXPECT_EQ(sites[1], "torch/nn/functional.py:2846 in batch_norm");
   EXPECT_EQ(sites[2], "c10::alloc_block (libc10_cuda.so)");
-  EXPECT_TRUE(sym.describe(t, 99).empty());
+  EXPECT_TRUE(sym.describe(t, StackId(99)).empty());
   uint32_t stack = 0;
   t.for_each_event([&](const Event& e) { stack = e.stack; });
   EXPECT_EQ(stack, 3u);

@@ -115,10 +115,10 @@ TEST(TypedProblems, AFormatOneDumpIsReadWithItsProblemTextHashKnobsAndResults) {
     ++calls;
     const reader::Api* a = t.api(e.api);
     int k = a->field_index("knobs");
-    if (k >= 0 && k < e.nargs) knobs = t.knobs_text(e.args[k]);
+    if (k >= 0 && k < e.nargs) knobs = t.knobs_text(reader::KnobsId(e.args[k]));
     int q = a->field_index("problem");
     ASSERT_GE(q, 0);
-    const reader::Problem* p = t.problem(e.args[q]);
+    const reader::Problem* p = t.problem(reader::ProblemId(e.args[q]));
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(p->text, kConv);
     EXPECT_EQ(p->hash, 0xabc123u);

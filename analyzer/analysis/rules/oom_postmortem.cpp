@@ -286,7 +286,7 @@ void out_of_memory(const RuleSpec& spec, const AllFacts& all, const ProcessFacts
   std::string failed;
   for (const auto& frame : stack_sites(all, p, o.stack, 2, 3)) failed += (failed.empty() ? "" : " < ") + frame;
   if (!failed.empty()) f.call_sites.push_back("the failed request: " + failed);
-  std::vector<uint32_t> held;
+  std::vector<reader::StackId> held;
   for (const auto& a : o.largest) held.push_back(a.stack);
   for (auto& site : top_sites(all, p, held, "of the largest live allocations from")) f.call_sites.push_back(site);
   emit(std::move(f));

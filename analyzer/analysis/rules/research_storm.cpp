@@ -345,7 +345,7 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
       names.insert(s->s->problem);
     }
     f.problems.assign(names.begin(), names.end());
-    std::vector<uint32_t> stacks;
+    std::vector<reader::StackId> stacks;
     for (const auto* s : late_list) stacks.push_back(s->s->stack);
     f.call_sites = top_sites(all, p, stacks, "late searches from");
     emit(std::move(f));

@@ -38,7 +38,7 @@ void unsupported_config(const RuleSpec& spec, const AllFacts& all, const Emit& e
     std::vector<std::string> problems;
     uint64_t visible = 0;
     std::string first_cause;
-    std::vector<uint32_t> stacks;
+    std::vector<reader::StackId> stacks;
     for (const auto& f : p.cudnn_failures) {
       if (f.routine) {
         routine += f.count;

@@ -124,7 +124,7 @@ void workspace_blowup(const RuleSpec& spec, const AllFacts& all, const Emit& emi
     if (ooms_after > 0) f.severity = Severity::kError;
     f.pids.push_back(p.pid);
     f.problems = problems;
-    std::vector<uint32_t> stacks;
+    std::vector<reader::StackId> stacks;
     for (const auto& it : items) {
       for (const auto& s : p.searches) {
         if (s.problem == it["problem"] && s.stack) {

@@ -32,7 +32,7 @@ class CudnnFailureTracker {
     uint64_t ts;
     uint32_t tid;
     uint32_t align;
-    uint32_t stack;
+    reader::StackId stack;
   };
 
   void on_failure(const reader::Event& e, const ApiView& v);

@@ -66,7 +66,7 @@ std::map<std::string, uint64_t> live_by_owner(const reader::Trace& trace, const 
   std::map<std::string, uint64_t> out;
   for (const auto& [site, bytes] : by_site) {
     const reader::Api* api = trace.api(site.first);
-    out[api ? owner_of(trace, *api, site.second.first, site.second.second) : "unknown"] += bytes;
+    out[api ? owner_of(trace, *api, site.second.first, reader::StackId(site.second.second)) : "unknown"] += bytes;
   }
   return out;
 }
@@ -341,7 +341,7 @@ void MemoryTracker::finish(ProcessFacts& f) {
       const reader::Api* api = trace_.api(site.first);
       if (bytes == 0 || api == nullptr) continue;
       uint64_t caller = (site.second & kHandleTag) ? 0 : site.second;
-      uint32_t stack = (site.second & kHandleTag) ? uint32_t(site.second) : 0;
+      reader::StackId stack((site.second & kHandleTag) ? uint32_t(site.second) : 0);
       m.live_by_owner[owner_of(trace_, *api, caller, stack)] += bytes;
     }
   }

@@ -60,14 +60,14 @@ class MemoryTracker {
     uint16_t api = 0;
     int16_t device = -1;
     bool during_search = false;
-    uint32_t stack = 0;
+    reader::StackId stack;
     std::string search_problem;  // only while cuDNN chose a plan (rare)
   };
 
  private:
   struct Churn {
     uint64_t allocs = 0, frees = 0, ns = 0, bytes = 0;
-    std::vector<uint32_t> stacks;  // of the allocations that have one (the first 4096)
+    std::vector<reader::StackId> stacks;  // of the allocations that have one (the first 4096)
   };
   // Live bytes per allocation site: (API, calling module address, or the stack tagged kHandleTag).
   using Site = std::pair<uint16_t, uint64_t>;

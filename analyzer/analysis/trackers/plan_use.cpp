@@ -61,7 +61,7 @@ void PlanUseTracker::on_run(const reader::Event& e, const ApiView& v) {
     return;
   }
   static const std::string kNone;
-  plan_index_.emplace(key, use(hash, problem_text_of(trace_, e, v), engine, v.backend_execute ? trace_.knobs_text(knobs) : kNone,
+  plan_index_.emplace(key, use(hash, problem_text_of(trace_, e, v), engine, v.backend_execute ? trace_.knobs_text(reader::KnobsId(knobs)) : kNone,
                                v.backend_execute, e.ts_ns, e.ts_ns, 1, e.tid));
 }
 
