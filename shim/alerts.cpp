@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "env_config.h"
 #include "faults.h"
 #include "process_info.h"
 #include "recorder.h"
@@ -57,19 +58,6 @@ uint64_t g_storm_min_new = 20;
 uint64_t g_first_problem_ns;
 uint64_t g_problems;
 uint64_t g_problem_ns[kRing];
-
-uint64_t env_u64(const char* name, uint64_t fallback) {
-  const char* v = getenv(name);
-  if (v == nullptr || *v == 0) return fallback;
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long n = strtoull(v, &end, 10);
-  if (errno != 0 || end == v || *end != 0) {
-    fprintf(stderr, "cuprobe: %s=%s is not a number; using %llu\n", name, v, static_cast<unsigned long long>(fallback));
-    return fallback;
-  }
-  return n;
-}
 
 // "rank 1 (pid 4242 on host node3)", or "pid 4242 on host node3" without a rank.
 void who(char* buf, size_t n) {
@@ -148,26 +136,22 @@ void bytes_text(uint64_t b, char* buf, size_t n) {
 }  // namespace
 
 void alerts_configure() {
-  const char* v = getenv("CUPROBE_ALERTS");
+  const char* v = env_value(env::Id::kAlerts);
   g_on = true;
   g_fd = 2;
   g_file[0] = 0;
-  if (v != nullptr && *v != 0) {
-    if (strcmp(v, "off") == 0 || strcmp(v, "0") == 0) {
-      g_on = false;
-    } else if (strncmp(v, "file:", 5) == 0 && v[5] != 0) {
-      snprintf(g_file, sizeof g_file, "%s", v + 5);
-      g_fd = -1;
-    } else if (strcmp(v, "on") != 0 && strcmp(v, "1") != 0 && strcmp(v, "stderr") != 0) {
-      fprintf(stderr, "cuprobe: CUPROBE_ALERTS=%s is not on, off or file:PATH; alerts go to standard error\n", v);
-    }
+  if (v != nullptr && (strcmp(v, "off") == 0 || strcmp(v, "0") == 0)) {
+    g_on = false;
+  } else if (v != nullptr && strncmp(v, "file:", 5) == 0) {
+    snprintf(g_file, sizeof g_file, "%s", v + 5);
+    g_fd = -1;
   }
-  const char* out = getenv("CUPROBE_OUT");
-  snprintf(g_out_dir, sizeof g_out_dir, "%s", (out && *out) ? out : "cuprobe-trace");
+  const char* out = env_value(env::Id::kOut);
+  snprintf(g_out_dir, sizeof g_out_dir, "%s", out ? out : "cuprobe-trace");
   if (gethostname(g_host, sizeof g_host) != 0) snprintf(g_host, sizeof g_host, "?");
   g_host[sizeof g_host - 1] = 0;
-  g_storm_after_ns = env_u64("CUPROBE_ALERTS_STORM_S", 20) * 1'000'000'000ull;
-  g_storm_min_new = env_u64("CUPROBE_ALERTS_STORM_NEW", 20);
+  g_storm_after_ns = env_number(env::Id::kAlertsStormS) * 1'000'000'000ull;
+  g_storm_min_new = env_number(env::Id::kAlertsStormNew);
   if (g_storm_min_new == 0) g_storm_min_new = 1;
 }
 

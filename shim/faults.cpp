@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "env_config.h"
 #include "fault_plan.h"
 #include "problem_text.h"
 #include "problem_table.h"
@@ -154,8 +155,7 @@ size_t alloc_slot(uintptr_t p) { return size_t((p >> 8) * 0x9e3779b97f4a7c15ull 
 
 void faults_configure() {
   char err[768];
-  const char* plan = getenv("CUPROBE_FAULTS");
-  if (plan != nullptr && *plan != 0) {
+  if (const char* plan = env_value(env::Id::kFaults)) {
     if (!faults::parse_plan(plan, &g_plan, err, sizeof err)) {
       complain("the fault plan (CUPROBE_FAULTS)", err);
     } else if (g_plan.n > 0) {
@@ -167,8 +167,7 @@ void faults_configure() {
       g_faults_on = true;
     }
   }
-  const char* cap = getenv("CUPROBE_MEM_CAP");
-  if (cap != nullptr && *cap != 0) {
+  if (const char* cap = env_value(env::Id::kMemCap)) {
     if (!faults::parse_mem_cap(cap, &g_cap, err, sizeof err)) {
       complain("the memory cap (CUPROBE_MEM_CAP)", err);
     } else if ((g_allocs = static_cast<Allocation*>(map_zeroed(kAllocSlots * sizeof(Allocation)))) != nullptr) {

@@ -8,6 +8,7 @@
 
 #include "capture_driver.h"
 #include "clock.h"
+#include "env_config.h"
 #include "hook.h"
 #include "process_info.h"
 #include "resolve.h"
@@ -16,7 +17,6 @@ namespace cuprobe::shim {
 
 namespace {
 
-constexpr uint64_t kDefaultIntervalMs = 500;
 uint64_t g_interval_ticks;
 bool g_periodic = true;
 uint64_t g_last[trace::kMaxDevices];  // ticks of the device's last sample, 0 never
@@ -75,13 +75,7 @@ void sample_at_exit() {
 }  // namespace
 
 void mem_sample_configure() {
-  const char* v = getenv("CUPROBE_MEM_SAMPLE_MS");
-  uint64_t ms = kDefaultIntervalMs;
-  if (v != nullptr && *v != 0) {
-    char* end = nullptr;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (end != nullptr && *end == 0) ms = n;
-  }
+  uint64_t ms = env_number(env::Id::kMemSampleMs);
   g_periodic = ms != 0;
   g_interval_ticks = uint64_t(double(ms) * 1e6 * clock_ticks_per_ns());
 }

@@ -17,6 +17,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include "env_config.h"
 #include "recorder.h"
 #include "recorder_internal.h"
 
@@ -89,8 +90,8 @@ void NVTX_API range_end(nvtxRangeId_t id) {
 // Read at configuration (recorder_lifecycle.cpp). Names the shim as the NVTX tool unless another
 // one is named already: then the window cannot be seen, and is not used.
 void nvtx_window_configure() {
-  const char* name = getenv("CUPROBE_WINDOW_NVTX");
-  if (name == nullptr || *name == 0) return;
+  const char* name = env_value(env::Id::kWindowNvtx);
+  if (name == nullptr) return;
   g_name_len = strnlen(name, sizeof g_name - 1);
   memcpy(g_name, name, g_name_len);
   g_name[g_name_len] = 0;

@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "capture_cudnn_detail.h"
 #include "driver_queries.h"
+#include "env_config.h"
 #include "problem_text.h"
 #include "process_info.h"
 #include "resolve.h"
@@ -359,8 +360,8 @@ void load_pins(const char* path, const char* text, size_t len) {
 }  // namespace
 
 void pins_configure() {
-  const char* path = getenv("CUPROBE_PIN_PLANS");
-  if (path == nullptr || *path == 0) return;
+  const char* path = env_value(env::Id::kPinPlans);
+  if (path == nullptr) return;
   // Read into private memory, never mapped from the file: a plan file rewritten in place while
   // jobs start (cp new.json plans.json) would otherwise kill them with SIGBUS. A file replaced
   // atomically (rename) is read whole, old or new; one that changes while it is read is read
@@ -400,7 +401,10 @@ void pins_configure() {
 }
 
 void write_pin_property() {
-  if (getenv("CUPROBE_PIN_PLANS") != nullptr) write_property(trace::Property::kPinnedPlans, int64_t(g_n_pins));
+  // Set, even empty: the trace says pinning was asked for (and how many plans it had).
+  if (getenv(env::var(env::Id::kPinPlans).name) != nullptr) {
+    write_property(trace::Property::kPinnedPlans, int64_t(g_n_pins));
+  }
 }
 
 void pin_mark_call(FaultHit* hit) {

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "env_config.h"
 #include "keep_spec.h"
 #include "process_info.h"
 
@@ -33,7 +34,6 @@ Config g_config;
 
 namespace {
 
-constexpr uint64_t kDefaultMaxBytes = 4096ull << 20;
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
 // Signals that end a process by default when nothing handles them (torchrun stopping its
 // workers, a scheduler's SIGTERM, Ctrl-C in a program that does not catch it): the trace then
@@ -49,97 +49,16 @@ pthread_key_t g_thread_key;
 struct sigaction g_old_actions[kMaxSignal];
 
 // ---- Configuration from the environment ----------------------------------------------------
-// A value the shim cannot read is never half-read (strtoull of "-1" or "1MiB"): it is reported
-// once on stderr and removed from this process's environment, so that the rest of the shim
-// (stacks.cpp and mem_sample.cpp read their own variables after this) and every program this
-// one runs take the default, and a job says it once rather than once per process. `cuprobe
-// record` refuses the same values before the job starts: cli/cmds/record.cpp
-// (kShimVariables) keeps the same rules; change both together.
+// Each variable is read through its entry in common/env_vars.h (env_config.h): a value the shim
+// does not take is reported once and removed, and the default is used. `cuprobe record` refuses
+// the same values before the job starts, with the same entries.
 
-bool g_env_quiet = false;  // CUPROBE_QUIET, known before anything else is checked
-
-// A whole number in decimal digits only (no sign, space or unit) that fits in 64 bits.
-bool parse_decimal(const char* s, uint64_t* out) {
-  if (s == nullptr || *s == 0) return false;
-  uint64_t v = 0;
-  for (const char* p = s; *p; ++p) {
-    if (*p < '0' || *p > '9') return false;
-    uint64_t d = uint64_t(*p - '0');
-    if (v > (UINT64_MAX - d) / 10) return false;
-    v = v * 10 + d;
-  }
-  *out = v;
-  return true;
-}
-
-// write(2) from a stack buffer: this runs in the traced process while it loads.
-void warn_env(const char* name, const char* value, const char* expected, const char* fallback) {
-  if (!g_env_quiet) {
-    char buf[512];
-    int n = snprintf(buf, sizeof buf, "cuprobe: %s=%.120s%s is not %s; using %s\n", name, value,
-                     strlen(value) > 120 ? "..." : "", expected, fallback);
-    if (n > 0) (void)!write(STDERR_FILENO, buf, size_t(n) < sizeof buf ? size_t(n) : sizeof buf - 1);
-  }
-  unsetenv(name);
-}
-
-bool ascii_iequal(const char* a, const char* b) {
-  for (; *a && *b; ++a, ++b) {
-    char x = (*a >= 'A' && *a <= 'Z') ? char(*a + ('a' - 'A')) : *a;
-    if (x != *b) return false;
-  }
-  return *a == 0 && *b == 0;
-}
-
-// 1, true, yes, on / 0, false, no, off, in any case; unset or empty is false.
-bool env_bool(const char* name) {
-  const char* v = getenv(name);
-  if (v == nullptr || *v == 0) return false;
-  static const char* const kTrue[] = {"1", "true", "yes", "on"};
-  static const char* const kFalse[] = {"0", "false", "no", "off"};
-  for (const char* t : kTrue) {
-    if (ascii_iequal(v, t)) return true;
-  }
-  for (const char* f : kFalse) {
-    if (ascii_iequal(v, f)) return false;
-  }
-  warn_env(name, v, "1 or 0 (true/false, yes/no, on/off)", "0");
-  return false;
-}
-
-// A decimal number from `min` to `max`; `fallback` when unset or empty, or after a warning.
-uint64_t env_number(const char* name, uint64_t min, uint64_t max, uint64_t fallback, const char* expected,
-                    const char* fallback_text) {
-  const char* v = getenv(name);
-  if (v == nullptr || *v == 0) return fallback;
-  uint64_t n = 0;
-  if (!parse_decimal(v, &n) || n < min || n > max) {
-    warn_env(name, v, expected, fallback_text);
-    return fallback;
-  }
-  return n;
-}
-
-// One of `words` (null-terminated); nullptr when unset or empty, or after a warning.
-const char* env_word(const char* name, const char* const* words, const char* expected, const char* fallback_text) {
-  const char* v = getenv(name);
-  if (v == nullptr || *v == 0) return nullptr;
-  for (const char* const* w = words; *w; ++w) {
-    if (strcmp(v, *w) == 0) return v;
-  }
-  warn_env(name, v, expected, fallback_text);
-  return nullptr;
-}
-
-// Variables that other parts of the shim read after do_configure, checked here first (a bad
-// one is removed, so they see none). The defaults named are those of stacks.cpp and
-// mem_sample.cpp.
+// Variables that other parts of the shim read after do_configure, checked here first so that
+// their warnings come in this order (a bad one is removed, so those parts see none).
 void check_other_variables() {
-  static const char* const kStackModes[] = {"off", "errors", "alloc", "all", nullptr};
-  env_word("CUPROBE_STACKS", kStackModes, "off, errors, alloc or all", "the default, alloc");
-  env_number("CUPROBE_STACK_DEPTH", 1, 64, 0, "a number of frames from 1 to 64", "the default 32");
-  env_number("CUPROBE_STACK_MIN_BYTES", 0, UINT64_MAX, 0, "a number of bytes (digits only)", "the default 1048576");
-  env_number("CUPROBE_MEM_SAMPLE_MS", 0, UINT64_MAX, 0, "a number of milliseconds", "the default 500");
+  static constexpr env::Id kLater[] = {env::Id::kStacks, env::Id::kStackDepth, env::Id::kStackMinBytes,
+                                       env::Id::kMemSampleMs};
+  for (env::Id id : kLater) env_value(id);
 }
 
 void on_thread_exit(void*);
@@ -148,32 +67,21 @@ void atfork_parent();
 void atfork_child();
 
 void do_configure() {
-  const char* out = getenv("CUPROBE_OUT");
-  copy_str(g_config.out_dir, sizeof g_config.out_dir, (out && *out) ? out : "cuprobe-trace");
+  const char* out = env_value(env::Id::kOut);
+  copy_str(g_config.out_dir, sizeof g_config.out_dir, out ? out : "cuprobe-trace");
   // Quiet first: it decides whether the others may warn.
-  g_env_quiet = env_bool("CUPROBE_QUIET");
-  g_config.quiet = g_env_quiet;
+  g_config.quiet = env_flag(env::Id::kQuiet);
   // A limit past what a trace can hold (see start_trace_locked) is simply that much.
-  uint64_t max_mb = env_number("CUPROBE_MAX_MB", 0, UINT64_MAX, kDefaultMaxBytes >> 20, "a number of MiB",
-                               "the default 4096");
+  uint64_t max_mb = env_number(env::Id::kMaxMb);
   g_config.max_bytes = max_mb > (UINT64_MAX >> 20) ? UINT64_MAX : max_mb << 20;
   g_config.keep = trace::KeepMode::kAuto;
   g_config.ring_bytes = 0;
-  if (const char* keep = getenv("CUPROBE_KEEP"); keep != nullptr && *keep != 0) {
-    if (!parse_keep(keep, &g_config.keep, &g_config.ring_bytes)) {
-      warn_env("CUPROBE_KEEP", keep, kKeepExpected, "the default, auto");
-      g_config.keep = trace::KeepMode::kAuto;
-    }
-  }
-  g_config.delay_ns =
-      env_number("CUPROBE_DELAY_S", 0, kMaxWindowSeconds, 0, CUPROBE_WINDOW_SECONDS_TEXT, "no delay") * 1000000000ull;
-  g_config.duration_ns = env_number("CUPROBE_DURATION_S", 1, kMaxWindowSeconds, 0,
-                                    CUPROBE_WINDOW_SECONDS_TEXT ", from 1", "no end") *
-                         1000000000ull;
+  if (const char* keep = env_value(env::Id::kKeep)) parse_keep(keep, &g_config.keep, &g_config.ring_bytes);
+  g_config.delay_ns = env_number(env::Id::kDelayS) * 1000000000ull;
+  g_config.duration_ns = env_number(env::Id::kDurationS) * 1000000000ull;
   nvtx_window_configure();
-  g_launch_events = env_bool("CUPROBE_LAUNCH_EVENTS");
-  static const char* const kClocks[] = {"auto", "monotonic", "tsc", "counter", nullptr};
-  const char* clock = env_word("CUPROBE_CLOCK", kClocks, "auto, monotonic or tsc", "auto");
+  g_launch_events = env_flag(env::Id::kLaunchEvents);
+  const char* clock = env_value(env::Id::kClock);
   clock_init(clock != nullptr && strcmp(clock, "auto") != 0 ? clock : nullptr);
   check_other_variables();
   fill_anchor(&g_process_start);
@@ -184,7 +92,7 @@ void do_configure() {
   stacks_configure();
   pthread_key_create(&g_thread_key, on_thread_exit);
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-  uint32_t m = env_bool("CUPROBE_DISABLE") ? kProcessOff : kProcessOn;
+  uint32_t m = env_flag(env::Id::kDisable) ? kProcessOff : kProcessOn;
   __atomic_store_n(&g_process_mode, m, __ATOMIC_RELEASE);
 }
 

@@ -1,6 +1,7 @@
 // Call-site capture: see stacks.h.
 #include "stacks.h"
 
+#include "env_config.h"
 #include "intern_table.h"
 #include "python_frames.h"
 
@@ -16,12 +17,13 @@
 namespace cuprobe::shim {
 
 uint32_t g_stack_mode = kStacksAlloc;
-uint64_t g_stack_min_bytes = 1ull << 20;
+uint64_t g_stack_min_bytes = env::var(env::Id::kStackMinBytes).def;
 
 namespace {
 
 constexpr int kMaxNative = 64;
-int g_depth = 32;
+static_assert(env::var(env::Id::kStackDepth).max == kMaxNative, "CUPROBE_STACK_DEPTH's range is the frames a stack holds");
+int g_depth = int(env::var(env::Id::kStackDepth).def);
 
 pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;  // adding to the stack table, the module map
 
@@ -137,19 +139,10 @@ uint64_t mix(uint64_t h, uint64_t v) {
 }  // namespace
 
 void stacks_configure() {
-  if (const char* m = getenv("CUPROBE_STACKS"); m != nullptr && *m != 0) {
-    if (strcmp(m, "off") == 0) g_stack_mode = kStacksOff;
-    else if (strcmp(m, "errors") == 0) g_stack_mode = kStacksErrors;
-    else if (strcmp(m, "alloc") == 0) g_stack_mode = kStacksAlloc;
-    else if (strcmp(m, "all") == 0) g_stack_mode = kStacksAll;
-  }
-  if (const char* d = getenv("CUPROBE_STACK_DEPTH"); d != nullptr && *d != 0) {
-    int v = atoi(d);
-    g_depth = v < 1 ? 1 : v > kMaxNative ? kMaxNative : v;
-  }
-  if (const char* b = getenv("CUPROBE_STACK_MIN_BYTES"); b != nullptr && *b != 0) {
-    g_stack_min_bytes = strtoull(b, nullptr, 10);
-  }
+  // In the order of the entry's words: off, errors, alloc, all.
+  if (const char* m = env_value(env::Id::kStacks)) g_stack_mode = StackMode(env::word_index(env::var(env::Id::kStacks), m));
+  g_depth = int(env_number(env::Id::kStackDepth));
+  g_stack_min_bytes = env_number(env::Id::kStackMinBytes);
   // The shim's own address range: the module whose load bias dladdr reports for this function.
   Dl_info self;
   if (dladdr(reinterpret_cast<void*>(&capture_stack), &self) != 0) {
