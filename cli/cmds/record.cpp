@@ -12,9 +12,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -29,6 +27,7 @@
 #include "bytes_text.h"
 #include "cli.h"
 #include "cmds/output_file.h"
+#include "env_vars.h"
 #include "safe_files.h"
 #include "fault_plan.h"
 #include "faults/plan_builder.h"
@@ -41,6 +40,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A format string: the defaults and the list of variables come from common/env_vars.h (help_text).
 constexpr const char* kHelp = R"(Usage: cuprobe record [options] [--] COMMAND [ARGS...]
 
 Runs COMMAND with the cuprobe shim preloaded. Every process of the job that makes a CUDA
@@ -58,7 +58,7 @@ Options:
       --append        allow a run directory that already holds traces
       --launch-events record every kernel launch as an event (default: counted per thread and
                       device, which costs a few nanoseconds per launch)
-      --max-mb N      per-process trace size limit in MiB (default 4096); what happens when a
+      --max-mb N      per-process trace size limit in MiB (default {max_mb}); what happens when a
                       trace gets there is --keep's choice
       --keep WHAT     what a long job's trace keeps (docs/flight-recorder.md): auto (default:
                       every event up to three quarters of --max-mb, then a flight recorder over
@@ -80,7 +80,7 @@ Options:
                       the calling thread holds the GIL): off, errors (failed and injected calls),
                       alloc (default: errors, device allocations of --stack-min-bytes or more, and
                       the start of each cuDNN plan selection), all (every recorded call)
-      --stack-depth N native frames kept per stack (default 32, at most 64)
+      --stack-depth N native frames kept per stack (default {depth}, at most {depth_max})
       --stack-min-bytes BYTES
                       allocations that get a stack in alloc mode (default 1MiB)
       --alerts WHERE  live alerts while COMMAND runs (docs/alerts.md): on (default; one line on
@@ -104,7 +104,7 @@ Fault mode (docs/faults.md): make chosen calls fail on purpose, before the real 
                       When: nth=N every=K first=N after=N at=N+N... p=P seed=S max=N.
                       Which: size>=BYTES problem=TEXT|0xHASH problem~REGEX engine=N device=N
                       rank=N pid=N comm=NAME from=TIME until=TIME scope=process|thread name=ID
-      --faults FILE   rules from a JSON file: {"rules": [...], "mem_cap": "8GiB"}
+      --faults FILE   rules from a JSON file: {{"rules": [...], "mem_cap": "8GiB"}}
       --mem-cap CAP   device allocations fail with out-of-memory once the bytes live through
                       cuprobe's hooks would exceed CAP, and cudaMemGetInfo reports within it:
                       8GiB, 25% (of each device), or per device 0=8GiB,1=16GiB
@@ -129,12 +129,7 @@ the loader will not preload the shim into it: a setuid or setgid program (or one
 capabilities), a statically linked one, or one started through sudo, su, doas, pkexec,
 runuser or env -i, which clear the environment. docs/commands/record.md has the details.
 
-Environment set for COMMAND: LD_PRELOAD (the shim appended), CUPROBE_OUT (absolute run
-directory), and CUPROBE_LAUNCH_EVENTS, CUPROBE_MAX_MB, CUPROBE_KEEP, CUPROBE_DELAY_S,
-CUPROBE_DURATION_S, CUPROBE_WINDOW_NVTX, CUPROBE_CLOCK, CUPROBE_FAULTS, CUPROBE_MEM_CAP, CUPROBE_STACKS,
-CUPROBE_STACK_DEPTH, CUPROBE_STACK_MIN_BYTES, CUPROBE_ALERTS, CUPROBE_PIN_PLANS when the options ask. Under plain LD_PRELOAD, set CUPROBE_FAULTS (rules separated by ';') and
-CUPROBE_MEM_CAP yourself; a malformed plan is then reported on stderr and nothing is injected.
-Set CUPROBE_SHIM to use a shim other than the one installed beside this command.
+{environment}
 )";
 
 std::string default_run_dir() {
@@ -158,78 +153,27 @@ bool has_traces(const std::string& dir) {
 }
 
 // ---- The shim's variables ------------------------------------------------------------------
-// What the shim takes for each CUPROBE_* variable it reads: the same rules as shim/recorder_lifecycle.cpp
-// (do_configure and check_other_variables; change both together). A value the shim would not
-// take stops record before the job starts, whether an option or the environment set it; under
-// plain LD_PRELOAD the shim warns once and uses the default.
+// What the shim takes for each CUPROBE_* variable it reads is the variable's entry in
+// common/env_vars.h, checked with the same env::value_ok as the shim does. A value the shim
+// would not take stops record before the job starts, whether an option or the environment set
+// it; under plain LD_PRELOAD the shim warns once and uses the default.
 
-// Decimal digits only (no sign, space or unit), within 64 bits.
-bool decimal(const std::string& v, uint64_t* out) {
-  if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) return false;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), *out);
-  return ec == std::errc() && end == v.data() + v.size();
-}
-
-std::string lower(const std::string& v) {
-  std::string low;
-  for (char c : v) low += char(std::tolower(static_cast<unsigned char>(c)));
-  return low;
-}
-bool is_true_flag(const std::string& v) {
-  std::string low = lower(v);
-  return low == "1" || low == "true" || low == "yes" || low == "on";
-}
-bool is_flag(const std::string& v) {
-  std::string low = lower(v);
-  return is_true_flag(v) || low == "0" || low == "false" || low == "no" || low == "off";
-}
-bool is_number(const std::string& v) {
-  uint64_t n = 0;
-  return decimal(v, &n);
-}
-bool is_depth(const std::string& v) {
-  uint64_t n = 0;
-  return decimal(v, &n) && n >= 1 && n <= 64;
-}
-bool is_clock(const std::string& v) { return v == "auto" || v == "monotonic" || v == "tsc" || v == "counter"; }
-bool is_stack_mode(const std::string& v) { return v == "off" || v == "errors" || v == "alloc" || v == "all"; }
-bool is_keep(const std::string& v) {
-  trace::KeepMode mode;
-  uint64_t bytes = 0;
-  return parse_keep(v.c_str(), &mode, &bytes);
-}
-bool is_positive(const std::string& v) { return is_number(v) && v.find_first_not_of('0') != std::string::npos; }
-bool is_window_seconds(const std::string& v) {
-  uint64_t n = 0;
-  return decimal(v, &n) && n <= kMaxWindowSeconds;
-}
-bool is_window_length(const std::string& v) { return is_positive(v) && is_window_seconds(v); }
-bool is_alerts(const std::string& v) {
-  return v == "on" || v == "off" || v == "1" || v == "0" || v == "stderr" || (v.rfind("file:", 0) == 0 && v.size() > 5);
+// The value of an option that sets a variable to the option's value as given.
+std::string word_option(env::Id id, const std::string& v) {
+  const env::Var& var = env::var(id);
+  if (!env::value_ok(var, v.c_str())) {
+    throw UsageError(fmt::format("{} expects {}, got '{}'", var.option, var.expected, v));
+  }
+  return v;
 }
 
-struct ShimVariable {
-  const char* name;
-  const char* expected;  // in the shim's words
-  bool (*accepts)(const std::string&);  // a non-empty value (empty is the same as unset)
-};
-constexpr ShimVariable kShimVariables[] = {
-    {"CUPROBE_QUIET", "1 or 0 (true/false, yes/no, on/off)", is_flag},
-    {"CUPROBE_DISABLE", "1 or 0 (true/false, yes/no, on/off)", is_flag},
-    {"CUPROBE_LAUNCH_EVENTS", "1 or 0 (true/false, yes/no, on/off)", is_flag},
-    {"CUPROBE_MAX_MB", "a number of MiB", is_number},
-    {"CUPROBE_CLOCK", "auto, monotonic or tsc", is_clock},
-    {"CUPROBE_STACKS", "off, errors, alloc or all", is_stack_mode},
-    {"CUPROBE_STACK_DEPTH", "a number of frames from 1 to 64", is_depth},
-    {"CUPROBE_STACK_MIN_BYTES", "a number of bytes (digits only, such as 1048576)", is_number},
-    {"CUPROBE_MEM_SAMPLE_MS", "a number of milliseconds", is_number},
-    {"CUPROBE_ALERTS", "on, off or file:PATH", is_alerts},
-    {"CUPROBE_ALERTS_STORM_S", "a number of seconds", is_number},
-    {"CUPROBE_ALERTS_STORM_NEW", "a number of new problems", is_number},
-    {"CUPROBE_KEEP", kKeepExpected, is_keep},
-    {"CUPROBE_DELAY_S", CUPROBE_WINDOW_SECONDS_TEXT, is_window_seconds},
-    {"CUPROBE_DURATION_S", CUPROBE_WINDOW_SECONDS_TEXT ", from 1", is_window_length},
-};
+// The value of an option that sets a number variable: a count within the variable's range.
+uint64_t number_option(env::Id id, const std::string& v) {
+  const env::Var& var = env::var(id);
+  unsigned long long n = parse_count(var.option, v);
+  if (n < var.min || n > var.max) throw UsageError(fmt::format("{} expects {}, got {}", var.option, var.expected, v));
+  return n;
+}
 
 using EnvList = std::vector<std::pair<std::string, std::string>>;
 
@@ -243,16 +187,57 @@ std::string job_env(const EnvList& env, const std::string& name) {
 }
 
 // "" when every inherited CUPROBE_* value is one the shim takes; otherwise what is wrong.
-// Values record sets itself come from options that were checked when they were read.
+// Values record sets itself come from options that were checked when they were read. Variables
+// of free text are checked by their own readers (the fault plan, the memory cap and the plan
+// file in cmd_record; any run directory is recreated as CUPROBE_OUT).
 std::string check_inherited_variables(const EnvList& env) {
-  for (const ShimVariable& var : kShimVariables) {
+  for (const env::Var& var : env::kVars) {
+    if (var.kind == env::Kind::kText) continue;
     bool set_by_option = false;
     for (const auto& kv : env) set_by_option |= kv.first == var.name;
     const char* v = std::getenv(var.name);
-    if (set_by_option || v == nullptr || *v == 0 || var.accepts(v)) continue;
+    if (set_by_option || v == nullptr || *v == 0 || env::value_ok(var, v)) continue;
     return fmt::format("{}={} in the environment is not {}; correct or unset it", var.name, v, var.expected);
   }
   return "";
+}
+
+// `text` broken into lines of at most `width` columns at spaces.
+std::string wrap(const std::string& text, size_t width) {
+  std::string out, line;
+  size_t p = 0;
+  while (p < text.size()) {
+    size_t e = text.find(' ', p);
+    if (e == std::string::npos) e = text.size();
+    std::string word = text.substr(p, e - p);
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    p = e + 1;
+  }
+  return out + line;
+}
+
+std::string help_text() {
+  using env::Id;
+  static_assert(env::var(Id::kStackMinBytes).def == 1u << 20, "--stack-min-bytes's help says 1MiB");
+  std::vector<std::string> set;
+  for (const env::Var& var : env::kVars) {
+    if (*var.option && var.id != Id::kOut) set.push_back(var.name);
+  }
+  std::string environment = wrap(
+      fmt::format("Environment set for COMMAND: LD_PRELOAD (the shim appended), CUPROBE_OUT (absolute run directory), "
+                  "and {} when the options ask (docs/commands/record.md lists every variable). Under plain "
+                  "LD_PRELOAD, set CUPROBE_FAULTS (rules separated by ';') and CUPROBE_MEM_CAP yourself; a malformed "
+                  "plan is then reported on stderr and nothing is injected. Set CUPROBE_SHIM to use a shim other "
+                  "than the one installed beside this command.",
+                  fmt::join(set, ", ")),
+      96);
+  return fmt::format(fmt::runtime(kHelp), fmt::arg("max_mb", env::var(Id::kMaxMb).def),
+                     fmt::arg("depth", env::var(Id::kStackDepth).def),
+                     fmt::arg("depth_max", env::var(Id::kStackDepth).max), fmt::arg("environment", environment));
 }
 
 // ---- The run directory ---------------------------------------------------------------------
@@ -486,7 +471,8 @@ std::string no_trace_reason(const std::string& changed, const EnvList& env, cons
     return fmt::format("the run directory changed while the command ran: {}. The shim refuses such a directory "
                        "(its own messages above say so)", changed);
   }
-  if (std::string v = job_env(env, "CUPROBE_DISABLE"); is_true_flag(v)) {
+  bool disabled = false;
+  if (std::string v = job_env(env, "CUPROBE_DISABLE"); env::parse_flag(v.c_str(), &disabled) && disabled) {
     return fmt::format("CUPROBE_DISABLE={} is set: the shim was loaded but recorded nothing", v);
   }
   if (!obstacle.empty()) return obstacle;
@@ -494,6 +480,73 @@ std::string no_trace_reason(const std::string& changed, const EnvList& env, cons
          "cudart was linked statically, which cannot be interposed), or LD_PRELOAD did not reach the processes that "
          "did (a launcher or script that clears the environment drops it); a process whose trace could not be "
          "written said why above ('cuprobe: ...')";
+}
+
+// What the run's traces say about themselves, summed over its processes.
+struct RunTotals {
+  uint64_t events = 0;
+  uint64_t bytes = 0;
+  uint64_t dropped = 0;
+  uint64_t kept_dropped = 0;
+  uint64_t overwritten = 0;
+  int ringed = 0;
+  uint64_t missing = 0;
+  uint64_t rejected = 0;
+  int unfinished = 0;
+  std::map<std::string, uint64_t> injected;  // by fault rule
+};
+
+RunTotals sum_traces(const std::vector<std::string>& files) {
+  RunTotals s;
+  for (const auto& path : files) {
+    std::error_code ec;
+    s.bytes += fs::file_size(path, ec);
+    auto t = reader::TraceFile::open(path);
+    if (!t) {
+      fmt::print(stderr, "cuprobe: {}\n", t.error().message);
+      continue;
+    }
+    s.events += (*t)->call_records();
+    s.dropped += (*t)->stat(trace::kStatDroppedEvents);
+    s.kept_dropped += (*t)->stat(trace::kStatKeptDropped);
+    s.overwritten += (*t)->coverage().overwritten_calls;
+    if ((*t)->coverage().overwritten()) ++s.ringed;
+    s.missing += (*t)->stat(trace::kStatMissingSymbols);
+    s.rejected += (*t)->stat(trace::kStatFaultPlanRejected);
+    for (const auto& r : (*t)->fault_rules()) s.injected[r.name] += r.injected;
+    if ((*t)->state() == trace::FileState::kRecording) ++s.unfinished;
+  }
+  return s;
+}
+
+// The lines after "trace in DIR": what was lost, overwritten, refused or injected.
+void report_totals(const RunTotals& s) {
+  if (s.overwritten) {
+    fmt::print(stderr, "cuprobe: the flight recorder of {} process{} kept the last routine calls and overwrote {} older "
+                       "ones; searches, failures and allocations are all there (docs/flight-recorder.md)\n",
+               s.ringed, s.ringed == 1 ? "" : "es", s.overwritten);
+  }
+  if (s.dropped) fmt::print(stderr, "cuprobe: warning: {} events were dropped (trace size limit or full disk)\n", s.dropped);
+  if (s.kept_dropped) {
+    fmt::print(stderr, "cuprobe: warning: {} searches, failures or allocations were dropped: the trace size limit was "
+                       "reached even with the flight recorder's ring at its smallest; raise --max-mb\n", s.kept_dropped);
+  }
+  if (s.missing) fmt::print(stderr, "cuprobe: warning: {} calls found no real function to forward to\n", s.missing);
+  if (s.rejected) fmt::print(stderr, "cuprobe: warning: {} process{} refused the fault plan; nothing was injected there\n",
+                             s.rejected, s.rejected == 1 ? "" : "es");
+  if (!s.injected.empty()) {
+    uint64_t total = 0;
+    std::string per_rule;
+    for (const auto& [name, n] : s.injected) {
+      total += n;
+      per_rule += fmt::format("{}{} {}", per_rule.empty() ? "" : ", ", name, n);
+    }
+    fmt::print(stderr, "cuprobe: fault mode: {} call{} failed on purpose ({})\n", total, total == 1 ? "" : "s", per_rule);
+  }
+  if (s.unfinished) {
+    fmt::print(stderr, "cuprobe: note: {} process{} ended without a clean exit (killed, _exit, or still running); "
+                       "their traces are complete up to their last event\n", s.unfinished, s.unfinished == 1 ? "" : "es");
+  }
 }
 
 void report(const std::string& dir, const EnvList& env, const std::string& obstacle) {
@@ -513,231 +566,174 @@ void report(const std::string& dir, const EnvList& env, const std::string& obsta
     fmt::print(stderr, "cuprobe: {}\n", files.error().message);
     return;
   }
-  uint64_t events = 0;
-  uint64_t bytes = 0;
-  uint64_t dropped = 0;
-  uint64_t kept_dropped = 0;
-  uint64_t overwritten = 0;
-  int ringed = 0;
-  uint64_t missing = 0;
-  uint64_t rejected = 0;
-  int unfinished = 0;
-  std::map<std::string, uint64_t> injected;  // by fault rule
-  for (const auto& path : *files) {
-    std::error_code ec;
-    bytes += fs::file_size(path, ec);
-    auto t = reader::TraceFile::open(path);
-    if (!t) {
-      fmt::print(stderr, "cuprobe: {}\n", t.error().message);
-      continue;
-    }
-    events += (*t)->call_records();
-    dropped += (*t)->stat(trace::kStatDroppedEvents);
-    kept_dropped += (*t)->stat(trace::kStatKeptDropped);
-    overwritten += (*t)->coverage().overwritten_calls;
-    if ((*t)->coverage().overwritten()) ++ringed;
-    missing += (*t)->stat(trace::kStatMissingSymbols);
-    rejected += (*t)->stat(trace::kStatFaultPlanRejected);
-    for (const auto& r : (*t)->fault_rules()) injected[r.name] += r.injected;
-    if ((*t)->state() == trace::FileState::kRecording) ++unfinished;
-  }
+  RunTotals totals = sum_traces(*files);
   fmt::print(stderr, "cuprobe: trace in {} ({} process{}, {} events, {})\n", dir, files->size(),
-             files->size() == 1 ? "" : "es", events, human_bytes(bytes));
-  if (overwritten) {
-    fmt::print(stderr, "cuprobe: the flight recorder of {} process{} kept the last routine calls and overwrote {} older "
-                       "ones; searches, failures and allocations are all there (docs/flight-recorder.md)\n",
-               ringed, ringed == 1 ? "" : "es", overwritten);
-  }
-  if (dropped) fmt::print(stderr, "cuprobe: warning: {} events were dropped (trace size limit or full disk)\n", dropped);
-  if (kept_dropped) {
-    fmt::print(stderr, "cuprobe: warning: {} searches, failures or allocations were dropped: the trace size limit was "
-                       "reached even with the flight recorder's ring at its smallest; raise --max-mb\n", kept_dropped);
-  }
-  if (missing) fmt::print(stderr, "cuprobe: warning: {} calls found no real function to forward to\n", missing);
-  if (rejected) fmt::print(stderr, "cuprobe: warning: {} process{} refused the fault plan; nothing was injected there\n",
-                           rejected, rejected == 1 ? "" : "es");
-  if (!injected.empty()) {
-    uint64_t total = 0;
-    std::string per_rule;
-    for (const auto& [name, n] : injected) {
-      total += n;
-      per_rule += fmt::format("{}{} {}", per_rule.empty() ? "" : ", ", name, n);
-    }
-    fmt::print(stderr, "cuprobe: fault mode: {} call{} failed on purpose ({})\n", total, total == 1 ? "" : "s", per_rule);
-  }
-  if (unfinished) {
-    fmt::print(stderr, "cuprobe: note: {} process{} ended without a clean exit (killed, _exit, or still running); "
-                       "their traces are complete up to their last event\n", unfinished, unfinished == 1 ? "" : "es");
-  }
+             files->size() == 1 ? "" : "es", totals.events, human_bytes(totals.bytes));
+  report_totals(totals);
   fmt::print(stderr, "cuprobe: next: cuprobe analyze {}   (or cuprobe dump {} for every call)\n", dir, dir);
 }
 
-}  // namespace
+// ---- cmd_record's steps, in the order it takes them -------------------------------------------
 
-int cmd_record(const Args& args) {
+// What the command line asks of record.
+struct Request {
   std::string out;
   bool append = false;
   bool quiet = false;
-  EnvList env;
+  EnvList env;  // what record sets for COMMAND, in the order the options set it
   std::vector<std::string> fault_rules;
-  std::vector<std::string> replay_rules;
   std::string mem_cap;
   std::string replay_from;
-  OptionParser options(kHelp);
-  options.stop_at_first_operand();
-  options.value("-o,--output", [&](const std::string& v) { out = v; });
-  options.flag("--append", [&] { append = true; });
-  options.flag("--launch-events", [&] { env.emplace_back("CUPROBE_LAUNCH_EVENTS", "1"); });
-  options.value("--max-mb", [&](const std::string& v) {
-    env.emplace_back("CUPROBE_MAX_MB", std::to_string(parse_count("--max-mb", v)));
+  std::string pin_plans;
+  bool pin_learn = false;
+  std::vector<std::string> command;
+};
+
+// --alerts: on, off, or a file, opened as the shim will open it (common/safe_files.h), so that a
+// link, a FIFO or a shared directory stops here rather than sending the alerts to standard error
+// later.
+std::string alerts_option(const std::string& v) {
+  if (v == "on" || v == "off") return v;
+  if (v.empty()) throw UsageError("--alerts expects on, off or a file");
+  std::string file = fs::absolute(v).string();
+  files::Why why;
+  int fd = files::open_append(file.c_str(), &why);
+  if (fd < 0) throw UsageError(fmt::format("--alerts {}: {}", v, why.text));
+  close(fd);
+  return "file:" + file;
+}
+
+// --window-nvtx NAME: the shim must be the job's NVTX tool.
+std::string window_nvtx_option(const std::string& v) {
+  if (v.empty()) throw UsageError("--window-nvtx expects the name of an NVTX range");
+  const char* other = std::getenv("NVTX_INJECTION64_PATH");
+  if (other != nullptr && *other != 0) {
+    throw UsageError(fmt::format("--window-nvtx needs cuprobe as the job's NVTX tool, but NVTX_INJECTION64_PATH "
+                                 "names {}; unset it (or leave out --window-nvtx)",
+                                 other));
+  }
+  return v;
+}
+
+// The options that set one of the shim's variables (common/env_vars.h), each checked by the
+// variable's entry as it is read. The shim's bounds are refused here rather than ignored there.
+void add_variable_options(OptionParser& options, Request& r) {
+  using env::Id;
+  auto set = [&r](Id id, std::string value) { r.env.emplace_back(env::var(id).name, std::move(value)); };
+  auto number = [&](Id id) {
+    options.value(env::var(id).option, [set, id](const std::string& v) { set(id, std::to_string(number_option(id, v))); });
+  };
+  auto word = [&](Id id) {
+    options.value(env::var(id).option, [set, id](const std::string& v) { set(id, word_option(id, v)); });
+  };
+  options.flag("--launch-events", [set] { set(Id::kLaunchEvents, "1"); });
+  number(Id::kMaxMb);
+  word(Id::kKeep);
+  number(Id::kDelayS);
+  number(Id::kDurationS);
+  options.value("--window-nvtx", [set](const std::string& v) { set(Id::kWindowNvtx, window_nvtx_option(v)); });
+  options.value("--clock", [set](const std::string& v) {
+    if (word_option(Id::kClock, v) != "auto") set(Id::kClock, v);
   });
-  options.value("--keep", [&](const std::string& v) {
-    if (!is_keep(v)) throw UsageError(fmt::format("--keep expects {}, got '{}'", kKeepExpected, v));
-    env.emplace_back("CUPROBE_KEEP", v);
-  });
-  // The shim's bounds (common/keep_spec.h), refused here rather than ignored there.
-  options.value("--delay", [&](const std::string& v) {
-    unsigned long long n = parse_count("--delay", v);
-    if (n > kMaxWindowSeconds) throw UsageError(fmt::format("--delay expects {}, got {}", CUPROBE_WINDOW_SECONDS_TEXT, v));
-    env.emplace_back("CUPROBE_DELAY_S", std::to_string(n));
-  });
-  options.value("--duration", [&](const std::string& v) {
-    unsigned long long n = parse_count("--duration", v);
-    if (n == 0 || n > kMaxWindowSeconds) {
-      throw UsageError(fmt::format("--duration expects {}, from 1, got {}", CUPROBE_WINDOW_SECONDS_TEXT, v));
-    }
-    env.emplace_back("CUPROBE_DURATION_S", std::to_string(n));
-  });
-  options.value("--window-nvtx", [&](const std::string& v) {
-    if (v.empty()) throw UsageError("--window-nvtx expects the name of an NVTX range");
-    const char* other = std::getenv("NVTX_INJECTION64_PATH");
-    if (other != nullptr && *other != 0) {
-      throw UsageError(fmt::format("--window-nvtx needs cuprobe as the job's NVTX tool, but NVTX_INJECTION64_PATH "
-                                   "names {}; unset it (or leave out --window-nvtx)",
-                                   other));
-    }
-    env.emplace_back("CUPROBE_WINDOW_NVTX", v);
-  });
-  options.value("--clock", [&](const std::string& kind) {
-    if (kind != "auto" && kind != "monotonic" && kind != "tsc") {
-      throw UsageError(fmt::format("--clock expects auto, monotonic or tsc, got '{}'", kind));
-    }
-    if (kind != "auto") env.emplace_back("CUPROBE_CLOCK", kind);
-  });
-  options.value("--stacks", [&](const std::string& mode) {
-    if (mode != "off" && mode != "errors" && mode != "alloc" && mode != "all") {
-      throw UsageError(fmt::format("--stacks expects off, errors, alloc or all, got '{}'", mode));
-    }
-    env.emplace_back("CUPROBE_STACKS", mode);
-  });
-  options.value("--stack-depth", [&](const std::string& v) {
-    unsigned long long n = parse_count("--stack-depth", v);
-    if (n < 1 || n > 64) throw UsageError(fmt::format("--stack-depth expects 1 to 64, got {}", n));
-    env.emplace_back("CUPROBE_STACK_DEPTH", std::to_string(n));
-  });
-  options.value("--stack-min-bytes", [&](const std::string& v) {
+  word(Id::kStacks);
+  number(Id::kStackDepth);
+  options.value("--stack-min-bytes", [set](const std::string& v) {
     uint64_t bytes = 0;
     if (!faults::parse_bytes(v.c_str(), v.size(), &bytes)) {
       throw UsageError(fmt::format("--stack-min-bytes expects a byte count (4096, 1MiB, 2GB), got '{}'", v));
     }
-    env.emplace_back("CUPROBE_STACK_MIN_BYTES", std::to_string(bytes));
+    set(Id::kStackMinBytes, std::to_string(bytes));
   });
-  options.value("--alerts", [&](const std::string& v) {
-    if (v == "on" || v == "off") {
-      env.emplace_back("CUPROBE_ALERTS", v);
-    } else if (!v.empty()) {
-      // Opened as the shim will open it (common/safe_files.h), so that a link, a FIFO or a shared
-      // directory stops here rather than sending the alerts to standard error later.
-      std::string file = fs::absolute(v).string();
-      files::Why why;
-      int fd = files::open_append(file.c_str(), &why);
-      if (fd < 0) throw UsageError(fmt::format("--alerts {}: {}", v, why.text));
-      close(fd);
-      env.emplace_back("CUPROBE_ALERTS", "file:" + file);
-    } else {
-      throw UsageError("--alerts expects on, off or a file");
-    }
-  });
-  options.value("--fault", [&](const std::string& v) { fault_rules.push_back(v); });
-  options.value("--faults", [&](const std::string& path) {
-    std::string text = read_plan_file(path);
-    nlohmann::json doc;
-    try {
-      doc = nlohmann::json::parse(text);
-    } catch (const std::exception& e) {
-      throw UsageError(fmt::format("--faults {}: not JSON: {}", path, e.what()));
-    }
-    try {
-      faults::FileRules fr = faults::rules_from_json(doc, path);
-      fault_rules.insert(fault_rules.end(), fr.rules.begin(), fr.rules.end());
-      if (!fr.mem_cap.empty()) mem_cap = fr.mem_cap;
-    } catch (const faults::PlanError& e) {
-      throw UsageError(e.what());
-    }
-  });
-  options.value("--mem-cap", [&](const std::string& v) { mem_cap = v; });
-  options.value("--replay-faults", [&](const std::string& v) { replay_from = v; });
-  std::string pin_plans;
-  bool pin_learn = false;
-  options.value("--pin-plans", [&](const std::string& v) { pin_plans = v; });
-  options.flag("--pin-plans-learn", [&] { pin_learn = true; });
-  options.flag("-q,--quiet", [&] {
-    quiet = true;
-    env.emplace_back("CUPROBE_QUIET", "1");
+  options.value("--alerts", [set](const std::string& v) { set(Id::kAlerts, alerts_option(v)); });
+}
+
+// --faults FILE: its rules join --fault's, its memory cap replaces --mem-cap's.
+void add_fault_file(const std::string& path, Request& r) {
+  std::string text = read_plan_file(path);
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    throw UsageError(fmt::format("--faults {}: not JSON: {}", path, e.what()));
+  }
+  try {
+    faults::FileRules fr = faults::rules_from_json(doc, path);
+    r.fault_rules.insert(r.fault_rules.end(), fr.rules.begin(), fr.rules.end());
+    if (!fr.mem_cap.empty()) r.mem_cap = fr.mem_cap;
+  } catch (const faults::PlanError& e) {
+    throw UsageError(e.what());
+  }
+}
+
+// The command line, or false when it asked for --help (printed).
+bool parse_request(const Args& args, Request* r) {
+  OptionParser options(help_text());
+  options.stop_at_first_operand();
+  options.value("-o,--output", [r](const std::string& v) { r->out = v; });
+  options.flag("--append", [r] { r->append = true; });
+  add_variable_options(options, *r);
+  options.value("--fault", [r](const std::string& v) { r->fault_rules.push_back(v); });
+  options.value("--faults", [r](const std::string& path) { add_fault_file(path, *r); });
+  options.value("--mem-cap", [r](const std::string& v) { r->mem_cap = v; });
+  options.value("--replay-faults", [r](const std::string& v) { r->replay_from = v; });
+  options.value("--pin-plans", [r](const std::string& v) { r->pin_plans = v; });
+  options.flag("--pin-plans-learn", [r] { r->pin_learn = true; });
+  options.flag("-q,--quiet", [r] {
+    r->quiet = true;
+    r->env.emplace_back(env::var(env::Id::kQuiet).name, "1");
   });
   // COMMAND starts at the first argument that is not an option (or after "--"); it and its
   // arguments are passed on untouched, options of its own included.
-  std::vector<std::string> command;
-  if (!options.parse(args, &command)) return kExitOk;
-  if (command.empty()) throw UsageError("no command to run; usage: cuprobe record [options] -- COMMAND [ARGS...]");
+  if (!options.parse(args, &r->command)) return false;
+  if (r->command.empty()) throw UsageError("no command to run; usage: cuprobe record [options] -- COMMAND [ARGS...]");
+  return true;
+}
 
-  // The fault plan is checked with the shim's own parser before anything runs.
-  try {
-    if (!replay_from.empty()) {
-      faults::Replay rp = faults::replay_from_trace(replay_from);
-      replay_rules = rp.rules;
-      if (mem_cap.empty()) mem_cap = rp.mem_cap;
-      if (!quiet) {
-        fmt::print(stderr, "cuprobe: replaying {} injected call{} from {}\n", rp.injected, rp.injected == 1 ? "" : "s",
-                   replay_from);
-        for (const auto& n : rp.notes) fmt::print(stderr, "cuprobe: note: {}\n", n);
-      }
+// The fault plan (replayed faults first, then --fault and --faults) and the memory cap, checked
+// with the shim's own parser before anything runs; inherited ones are checked too.
+void check_fault_plan(Request& r) {
+  std::vector<std::string> all;
+  if (!r.replay_from.empty()) {
+    faults::Replay rp = faults::replay_from_trace(r.replay_from);
+    all = rp.rules;
+    if (r.mem_cap.empty()) r.mem_cap = rp.mem_cap;
+    if (!r.quiet) {
+      fmt::print(stderr, "cuprobe: replaying {} injected call{} from {}\n", rp.injected, rp.injected == 1 ? "" : "s",
+                 r.replay_from);
+      for (const auto& n : rp.notes) fmt::print(stderr, "cuprobe: note: {}\n", n);
     }
-    std::vector<std::string> all = replay_rules;
-    all.insert(all.end(), fault_rules.begin(), fault_rules.end());
-    if (!all.empty()) {
-      env.emplace_back("CUPROBE_FAULTS", faults::check_plan(all));
-    } else if (const char* inherited = std::getenv("CUPROBE_FAULTS"); inherited != nullptr && *inherited != 0) {
-      faults::check_plan({inherited});
-    }
-    if (!mem_cap.empty()) {
-      faults::check_mem_cap(mem_cap);
-      env.emplace_back("CUPROBE_MEM_CAP", mem_cap);
-    } else if (const char* inherited = std::getenv("CUPROBE_MEM_CAP"); inherited != nullptr && *inherited != 0) {
-      faults::check_mem_cap(inherited);
-    }
-  } catch (const faults::PlanError& e) {
-    fmt::print(stderr, "cuprobe record: {}\ncuprobe record: the command was not started; see cuprobe record --help\n",
-               e.what());
-    return kExitUsage;
   }
+  all.insert(all.end(), r.fault_rules.begin(), r.fault_rules.end());
+  if (!all.empty()) {
+    r.env.emplace_back("CUPROBE_FAULTS", faults::check_plan(all));
+  } else if (const char* inherited = std::getenv("CUPROBE_FAULTS"); inherited != nullptr && *inherited != 0) {
+    faults::check_plan({inherited});
+  }
+  if (!r.mem_cap.empty()) {
+    faults::check_mem_cap(r.mem_cap);
+    r.env.emplace_back("CUPROBE_MEM_CAP", r.mem_cap);
+  } else if (const char* inherited = std::getenv("CUPROBE_MEM_CAP"); inherited != nullptr && *inherited != 0) {
+    faults::check_mem_cap(inherited);
+  }
+}
 
-  // The plan file is read here, so that a wrong one stops the job before it starts; with
-  // --pin-plans-learn it may not exist yet (this run's plans start it).
-  if (pin_learn && pin_plans.empty()) throw UsageError("--pin-plans-learn needs --pin-plans FILE (the file to add to)");
-  if (!pin_plans.empty()) {
+// The plan file is read here, so that a wrong one stops the job before it starts; with
+// --pin-plans-learn it may not exist yet (this run's plans start it).
+void check_pin_plans(Request& r) {
+  if (r.pin_learn && r.pin_plans.empty()) throw UsageError("--pin-plans-learn needs --pin-plans FILE (the file to add to)");
+  if (!r.pin_plans.empty()) {
     std::error_code ec;
-    std::string abs = fs::absolute(pin_plans, ec).lexically_normal().string();
+    std::string abs = fs::absolute(r.pin_plans, ec).lexically_normal().string();
     if (fs::exists(abs, ec)) {
       size_t n = plans_count(abs);
-      env.emplace_back("CUPROBE_PIN_PLANS", abs);
-      if (!quiet) fmt::print(stderr, "cuprobe: pinning {} cuDNN plan{} from {}\n", n, n == 1 ? "" : "s", pin_plans);
-    } else if (!pin_learn) {
+      r.env.emplace_back("CUPROBE_PIN_PLANS", abs);
+      if (!r.quiet) fmt::print(stderr, "cuprobe: pinning {} cuDNN plan{} from {}\n", n, n == 1 ? "" : "s", r.pin_plans);
+    } else if (!r.pin_learn) {
       throw UsageError(fmt::format("--pin-plans {}: no such file (write one with cuprobe plans export RUN, or add "
                                    "--pin-plans-learn to start it with this run)",
-                                   pin_plans));
+                                   r.pin_plans));
     }
-    pin_plans = abs;
+    r.pin_plans = abs;
   } else if (const char* inherited = std::getenv("CUPROBE_PIN_PLANS"); inherited != nullptr && *inherited != 0) {
     // Inherited from a launcher script: checked the same way, since the shim would only warn.
     try {
@@ -746,27 +742,26 @@ int cmd_record(const Args& args) {
       throw UsageError(fmt::format("CUPROBE_PIN_PLANS in the environment: {}", e.what()));
     }
   }
-  // An alerts file inherited from a launcher script: opened as the shim would open it.
+}
+
+// An alerts file inherited from a launcher script: opened as the shim would open it.
+void check_alerts_file(const EnvList& env) {
   if (std::string alerts = job_env(env, "CUPROBE_ALERTS"); alerts.rfind("file:", 0) == 0 && alerts.size() > 5) {
     files::Why why;
     int fd = files::open_append(alerts.c_str() + 5, &why);
     if (fd < 0) throw UsageError(fmt::format("CUPROBE_ALERTS={} in the environment: {}", alerts, why.text));
     close(fd);
   }
+}
 
-  if (std::string bad = check_inherited_variables(env); !bad.empty()) {
-    fmt::print(stderr, "cuprobe record: {}\ncuprobe record: the command was not started; see cuprobe record --help\n",
-               bad);
-    return kExitUsage;
-  }
-
-  // Absolute: a relative path in LD_PRELOAD would be looked up again from every process's own
-  // working directory.
+// The shim's absolute path (a relative path in LD_PRELOAD would be looked up again from every
+// process's own working directory); "" after saying why it cannot be preloaded.
+std::string checked_shim() {
   std::string shim = fs::absolute(shim_path()).lexically_normal().string();
   if (access(shim.c_str(), R_OK) != 0) {
     fmt::print(stderr, "cuprobe record: the shim {} is missing or unreadable ({}); reinstall cuprobe or set CUPROBE_SHIM\n",
                shim, std::strerror(errno));
-    return kExitUsage;
+    return "";
   }
   // The loader splits LD_PRELOAD at every space and colon and has no way to quote one. A link
   // made behind the user's back would have to outlive every process of the job (and could be
@@ -777,44 +772,47 @@ int cmd_record(const Args& args) {
                        "link to the shim from such a path and name it in CUPROBE_SHIM, for example:\n"
                        "  ln -s '{}' ~/.local/lib/libcuprobe.so && export CUPROBE_SHIM=~/.local/lib/libcuprobe.so\n",
                shim, shim[bad] == ' ' ? "space" : "colon", shim);
-    return kExitUsage;
+    return "";
   }
-  std::string dir = out.empty() ? default_run_dir() : fs::absolute(out).lexically_normal().string();
+  return shim;
+}
+
+// The run directory, made (0700) when missing; "" after saying why it cannot be used.
+std::string open_run_dir(const Request& r, bool* created) {
+  std::string dir = r.out.empty() ? default_run_dir() : fs::absolute(r.out).lexically_normal().string();
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  bool created = false;
-  if (std::string problem = run_dir_problem(dir, true, &created); !problem.empty()) {
+  if (std::string problem = run_dir_problem(dir, true, created); !problem.empty()) {
     fmt::print(stderr, "cuprobe record: cannot use run directory {}: {}\ncuprobe record: the command was not started\n",
                dir, problem);
-    return kExitUsage;
+    return "";
   }
-  if (!append && has_traces(dir)) {
+  if (!r.append && has_traces(dir)) {
     fmt::print(stderr, "cuprobe record: {} already holds traces of an earlier run; choose another -o DIR, remove "
                        "them, or pass --append to add this run's processes to them\n", dir);
-    return kExitUsage;
+    return "";
   }
+  return dir;
+}
 
-  // Appended to what the environment preloads already (a sanitizer runtime must stay first),
-  // unless it names this very shim.
-  std::string preload = shim;
-  if (const char* old = std::getenv("LD_PRELOAD"); old != nullptr && *old != 0) {
-    std::string existing = old;
-    bool present = false;
-    for (size_t p = 0; p <= existing.size();) {
-      size_t e = existing.find_first_of(" :", p);
-      if (e == std::string::npos) e = existing.size();
-      present |= existing.compare(p, e - p, shim) == 0 && e - p == shim.size();
-      p = e + 1;
-    }
-    preload = present ? existing : existing + ":" + shim;
+// LD_PRELOAD for the job: the shim appended to what the environment preloads already (a
+// sanitizer runtime must stay first), unless it names this very shim.
+std::string preload_with(const std::string& shim) {
+  const char* old = std::getenv("LD_PRELOAD");
+  if (old == nullptr || *old == 0) return shim;
+  std::string existing = old;
+  bool present = false;
+  for (size_t p = 0; p <= existing.size();) {
+    size_t e = existing.find_first_of(" :", p);
+    if (e == std::string::npos) e = existing.size();
+    present |= existing.compare(p, e - p, shim) == 0 && e - p == shim.size();
+    p = e + 1;
   }
-  env.emplace_back("LD_PRELOAD", preload);
-  env.emplace_back("CUPROBE_OUT", dir);
+  return present ? existing : existing + ":" + shim;
+}
 
-  // Programs the loader will not preload into: said now, so the job can be stopped, and again
-  // at the end when no trace came.
-  std::string obstacle = preload_obstacle(command);
-  if (!quiet && !obstacle.empty()) fmt::print(stderr, "cuprobe record: warning: {}\n", obstacle);
-
+// Runs COMMAND with `env` added, forwarding the signals other processes send to record; its wait
+// status, or -1 with *exec_errno when it could not be started.
+int run_job(const std::vector<std::string>& command, const EnvList& env, int* exec_errno) {
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0) throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));
   std::vector<char*> argv;
@@ -837,37 +835,84 @@ int cmd_record(const Args& args) {
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaction(sig, &sa, nullptr);
-
-  int exec_errno = 0;
   ssize_t n;
   do {
-    n = read(pipefd[0], &exec_errno, sizeof exec_errno);
+    n = read(pipefd[0], exec_errno, sizeof *exec_errno);
   } while (n < 0 && errno == EINTR);
   close(pipefd[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (n == sizeof exec_errno) {
-    fmt::print(stderr, "cuprobe record: cannot run '{}': {}\n", command[0], std::strerror(exec_errno));
-    if (created) rmdir(dir.c_str());  // only when empty, and only a directory made here
-    return exec_errno == ENOENT ? 127 : 126;
-  }
+  return n == sizeof *exec_errno ? -1 : status;
+}
+
+// What record says after the job and exits with: COMMAND's status (128+N when signal N killed it).
+int finish(const Request& r, const std::string& dir, int status, const std::string& obstacle) {
   int code = 0;
   if (WIFEXITED(status)) {
     code = WEXITSTATUS(status);
   } else if (WIFSIGNALED(status)) {
     code = 128 + WTERMSIG(status);
-    if (!quiet) fmt::print(stderr, "cuprobe: {} was killed by {}\n", command[0], signal_name(WTERMSIG(status)));
+    if (!r.quiet) fmt::print(stderr, "cuprobe: {} was killed by {}\n", r.command[0], signal_name(WTERMSIG(status)));
   }
-  if (!quiet) report(dir, env, obstacle);
-  if (pin_learn) {
+  if (!r.quiet) report(dir, r.env, obstacle);
+  if (r.pin_learn) {
     // The run's own selections (of problems not pinned yet) join the file; its pinned ones are
     // left out by export. A run that chose nothing leaves the file as it was.
-    if (plans_learn(pin_plans, dir) != kExitOk && !quiet) {
-      fmt::print(stderr, "cuprobe: --pin-plans-learn: nothing added to {}\n", pin_plans);
+    if (plans_learn(r.pin_plans, dir) != kExitOk && !r.quiet) {
+      fmt::print(stderr, "cuprobe: --pin-plans-learn: nothing added to {}\n", r.pin_plans);
     }
   }
   return code;
+}
+
+// Everything checked before the job starts: false after saying what is wrong (exit status 2);
+// usage errors are thrown.
+bool check_before_start(Request& r) {
+  try {
+    check_fault_plan(r);
+  } catch (const faults::PlanError& e) {
+    fmt::print(stderr, "cuprobe record: {}\ncuprobe record: the command was not started; see cuprobe record --help\n",
+               e.what());
+    return false;
+  }
+  check_pin_plans(r);
+  check_alerts_file(r.env);
+  if (std::string bad = check_inherited_variables(r.env); !bad.empty()) {
+    fmt::print(stderr, "cuprobe record: {}\ncuprobe record: the command was not started; see cuprobe record --help\n",
+               bad);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int cmd_record(const Args& args) {
+  Request r;
+  if (!parse_request(args, &r)) return kExitOk;
+  if (!check_before_start(r)) return kExitUsage;
+  std::string shim = checked_shim();
+  if (shim.empty()) return kExitUsage;
+  bool created = false;
+  std::string dir = open_run_dir(r, &created);
+  if (dir.empty()) return kExitUsage;
+  r.env.emplace_back("LD_PRELOAD", preload_with(shim));
+  r.env.emplace_back("CUPROBE_OUT", dir);
+
+  // Programs the loader will not preload into: said now, so the job can be stopped, and again
+  // at the end when no trace came.
+  std::string obstacle = preload_obstacle(r.command);
+  if (!r.quiet && !obstacle.empty()) fmt::print(stderr, "cuprobe record: warning: {}\n", obstacle);
+
+  int exec_errno = 0;
+  int status = run_job(r.command, r.env, &exec_errno);
+  if (status < 0) {
+    fmt::print(stderr, "cuprobe record: cannot run '{}': {}\n", r.command[0], std::strerror(exec_errno));
+    if (created) rmdir(dir.c_str());  // only when empty, and only a directory made here
+    return exec_errno == ENOENT ? 127 : 126;
+  }
+  return finish(r, dir, status, obstacle);
 }
 
 }  // namespace cuprobe::cli
