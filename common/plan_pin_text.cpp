@@ -2,6 +2,7 @@
 #include "plan_pin_text.h"
 
 #include <cudnn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,6 +145,27 @@ bool parse_pin(const char* s, const char* end, Pin* p) {
   p->key = plan_key(p->engine, knobs);
   p->answerable = !p->legacy && parse_knobs(knobs, p) ? 1 : 0;
   return true;
+}
+
+size_t format_pin(const PinWords& w, char* out, size_t cap) {
+  size_t len = 0;
+  auto add = [&](const char* fmt, auto... args) {
+    int n = snprintf(len < cap ? out + len : nullptr, len < cap ? cap - len : 0, fmt, args...);
+    if (n > 0) len += size_t(n);
+  };
+  add("h=%016llx s=%s e=%lld", (unsigned long long)w.hash, w.legacy ? "legacy" : "backend", (long long)w.engine);
+  if (w.align) add(" a=%u", unsigned(w.align));
+  if (*w.gpu) add(" g=%08x", unsigned(gpu_name_hash(w.gpu)));
+  if (w.cudnn > 0) add(" v=%lld", (long long)w.cudnn);
+  if (w.legacy) {
+    add(" m=%d d=%d", int(w.math), w.deterministic ? 1 : 0);
+  } else if (*w.knobs) {
+    add(" k=%s", w.knobs);
+  }
+  if (w.time_ms >= 0) add(" t=%.6f", w.time_ms);
+  if (w.search_ms >= 0) add(" c=%.3f", w.search_ms);
+  if (cap > 0 && len >= cap) out[cap - 1] = 0;
+  return len;
 }
 
 uint64_t plan_key(int64_t engine, const char* knobs_text) {

@@ -60,12 +60,6 @@ struct Selection {
 };
 __thread Selection t_sel __attribute__((tls_model("initial-exec")));
 
-uint32_t fnv32(const char* s) {
-  uint32_t h = 2166136261u;
-  for (; *s; ++s) h = (h ^ uint8_t(*s)) * 16777619u;
-  return h;
-}
-
 // Not under CUPROBE_QUIET ("print nothing"; `cuprobe record` checks the file itself first).
 void complain(const char* path, const char* what) {
   if (g_config.quiet) return;
@@ -90,7 +84,7 @@ uint32_t gpu_hash(int device) {
   // never cudaGetDeviceProperties, whose structure is 24 bytes larger under a CUDA 12 runtime.
   char name[256];
   if (!device_name(device, name, int(sizeof name))) return 0;
-  h = fnv32(name);
+  h = pins::gpu_name_hash(name);
   __atomic_store_n(&g_gpu_hash[device], h, __ATOMIC_RELAXED);
   return h;
 }

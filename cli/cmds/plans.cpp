@@ -119,30 +119,27 @@ struct Plan {
   }
 };
 
-uint32_t fnv32(const std::string& s) {
-  uint32_t h = 2166136261u;
-  for (unsigned char c : s) h = (h ^ c) * 16777619u;
-  return h;
-}
-
 int legacy_math(const std::string& knobs) {
   auto at = knobs.find("math=");
   return at == std::string::npos ? -1 : std::atoi(knobs.c_str() + at + 5);
 }
 
-// The string the shim reads (shim/plan_pins.cpp parse_pin).
+// The string the shim reads (common/plan_pin_text.h writes and parses it).
 std::string pin_string(const Plan& p) {
-  std::string s = fmt::format("h={:016x} s={} e={}", p.hash, p.legacy ? "legacy" : "backend", p.engine);
-  if (p.align) s += fmt::format(" a={}", p.align);
-  if (!p.gpu.empty()) s += fmt::format(" g={:08x}", fnv32(p.gpu));
-  if (p.cudnn > 0) s += fmt::format(" v={}", p.cudnn);
-  if (p.legacy) {
-    s += fmt::format(" m={} d={}", legacy_math(p.knobs), p.knobs.find("nondeterministic") == std::string::npos ? 1 : 0);
-  } else if (!p.knobs.empty()) {
-    s += " k=" + p.knobs;
-  }
-  if (p.time_ms >= 0) s += fmt::format(" t={:.6f}", p.time_ms);
-  if (p.search_ms >= 0) s += fmt::format(" c={:.3f}", p.search_ms);
+  pins::PinWords w;
+  w.hash = p.hash;
+  w.legacy = p.legacy;
+  w.engine = p.engine;
+  w.align = p.align;
+  w.gpu = p.gpu.c_str();
+  w.cudnn = p.cudnn;
+  w.math = legacy_math(p.knobs);
+  w.deterministic = p.knobs.find("nondeterministic") == std::string::npos;
+  w.knobs = p.knobs.c_str();
+  w.time_ms = p.time_ms;
+  w.search_ms = p.search_ms;
+  std::string s(pins::format_pin(w, nullptr, 0), '\0');
+  pins::format_pin(w, s.data(), s.size() + 1);
   return s;
 }
 
