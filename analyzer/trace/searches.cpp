@@ -40,7 +40,9 @@ std::vector<SearchCandidate> legacy_candidates(const std::vector<trace::AlgoResu
     c.build_status = r.status;
     c.time_ms = r.status == 0 ? double(r.time_ms) : -1;
     c.workspace = r.memory;
-    c.knobs = "math=" + std::to_string(r.math_type) + (r.determinism ? "" : ",nondeterministic");
+    c.math = r.math_type;
+    c.deterministic = r.determinism != 0;
+    c.knobs = "math=" + std::to_string(r.math_type) + (c.deterministic ? "" : ",nondeterministic");
     out.push_back(c);
   }
   return out;

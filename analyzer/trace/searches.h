@@ -36,7 +36,9 @@ namespace cuprobe::reader {
 struct SearchCandidate {
   uint64_t plan = 0;     // backend plan id (0 for legacy)
   int64_t engine = -1;   // backend engine global index, or legacy algorithm
-  std::string knobs;     // backend knobs ("tile=2,stages=3"), legacy math type
+  std::string knobs;     // backend knobs ("tile=2,stages=3"), legacy "math=N[,nondeterministic]"
+  int32_t math = -1;         // legacy: the result's math type, -1 unknown
+  bool deterministic = true; // legacy: the result's determinism (unknown counts as deterministic)
   uint64_t workspace = 0;
   int32_t build_status = 0;  // finalize status (legacy: the result's status)
   int32_t exec_status = -1;  // last execution status, -1 when never executed

@@ -28,6 +28,7 @@
 #include "utf8.h"
 #include "cuprobe/trace_format.h"
 #include "trace/reader.h"
+#include "trace/searches.h"
 
 namespace cuprobe::cli {
 
@@ -99,10 +100,12 @@ struct Plan {
   std::string problem;
   int64_t engine = -1;
   std::string knobs;  // backend knob text; legacy "math=N[,nondeterministic]"
+  int32_t math = -1;  // legacy: math type and determinism, from the trace's algorithm results
+  bool deterministic = true;  // (or, for a plan read back from a file, its knob text)
   double time_ms = -1;
   uint64_t workspace = 0;
   uint32_t notes = 0;
-  std::string mode;  // benchmark or heuristic
+  reader::SearchMode mode = reader::SearchMode::kBenchmark;
   double search_ms = -1;
   int candidates = 0;
   int seen = 1;  // selections that ended on this plan
@@ -113,15 +116,20 @@ struct Plan {
   bool same_choice(const Plan& o) const { return engine == o.engine && knobs == o.knobs; }
   // Whether this plan should win over `o` for the same key.
   bool better_than(const Plan& o) const {
-    bool bench = mode == "benchmark" && time_ms > 0, obench = o.mode == "benchmark" && o.time_ms > 0;
+    bool bench = mode == reader::SearchMode::kBenchmark && time_ms > 0;
+    bool obench = o.mode == reader::SearchMode::kBenchmark && o.time_ms > 0;
     if (bench != obench) return bench;
     return time_ms > 0 && o.time_ms > 0 && time_ms < o.time_ms;
   }
 };
 
-int legacy_math(const std::string& knobs) {
-  auto at = knobs.find("math=");
-  return at == std::string::npos ? -1 : std::atoi(knobs.c_str() + at + 5);
+// A legacy plan's math type and determinism from a plan file's knob text, which is all the file
+// holds of them ("math=N[,nondeterministic]", as reader::legacy_candidates writes it). Plans from
+// a trace take them from its algorithm results instead.
+void legacy_fields_from_knobs(Plan& p) {
+  auto at = p.knobs.find("math=");
+  p.math = at == std::string::npos ? -1 : std::atoi(p.knobs.c_str() + at + 5);
+  p.deterministic = p.knobs.find("nondeterministic") == std::string::npos;
 }
 
 // The string the shim reads (common/plan_pin_text.h writes and parses it).
@@ -133,8 +141,8 @@ std::string pin_string(const Plan& p) {
   w.align = p.align;
   w.gpu = p.gpu.c_str();
   w.cudnn = p.cudnn;
-  w.math = legacy_math(p.knobs);
-  w.deterministic = p.knobs.find("nondeterministic") == std::string::npos;
+  w.math = p.math;
+  w.deterministic = p.deterministic;
   w.knobs = p.knobs.c_str();
   w.time_ms = p.time_ms;
   w.search_ms = p.search_ms;
@@ -149,7 +157,7 @@ json plan_json(const Plan& p) {
             {"api", p.legacy ? "legacy" : "backend"},
             {"gpu", p.gpu},
             {"cudnn", p.cudnn},
-            {"mode", p.mode},
+            {"mode", reader::name_of(p.mode)},
             {"engine", p.engine},
             {"knobs", p.knobs},
             {"workspace", p.workspace},
@@ -197,7 +205,11 @@ std::vector<Plan> read_plan_file(const std::string& path) {
       p.search_ms = e.contains("search_ms") && e["search_ms"].is_number() ? e["search_ms"].get<double>() : -1;
       p.workspace = e.value("workspace", uint64_t(0));
       p.notes = e.value("notes", 0u);
-      p.mode = e.value("mode", "benchmark");
+      if (p.legacy) legacy_fields_from_knobs(p);
+      std::string mode = e.value("mode", "benchmark");
+      if (!value_in(reader::kSearchModeNames, mode, &p.mode)) {
+        throw std::runtime_error(fmt::format("mode '{}' is not benchmark or heuristic", mode));
+      }
       p.candidates = e.value("candidates", 0);
       p.seen = e.value("seen", 1);
       if (e.contains("from")) p.from = Source::from_json(e["from"]);
@@ -230,7 +242,11 @@ void merge(std::map<decltype(Plan().key()), Plan>& plans, Plan p) {
     }
   }
   auto conflict_of = [](const Plan& x) {
-    json c = {{"engine", x.engine}, {"knobs", x.knobs}, {"mode", x.mode}, {"seen", x.seen}, {"from", x.from.to_json()}};
+    json c = {{"engine", x.engine},
+              {"knobs", x.knobs},
+              {"mode", reader::name_of(x.mode)},
+              {"seen", x.seen},
+              {"from", x.from.to_json()}};
     c["time_ms"] = x.time_ms >= 0 ? json(std::round(x.time_ms * 1e6) / 1e6) : json(nullptr);
     return c;
   };
@@ -284,10 +300,12 @@ size_t plans_of_runs(const std::vector<std::string>& runs, std::map<decltype(Pla
         p.problem = s.problem;
         p.engine = c.engine;
         p.knobs = c.knobs;
+        p.math = c.math;
+        p.deterministic = c.deterministic;
         p.time_ms = c.time_ms;
         p.workspace = c.workspace;
         p.notes = c.notes;
-        p.mode = reader::name_of(s.mode);
+        p.mode = s.mode;
         p.search_ms = s.end_ns > s.start_ns ? double(s.end_ns - s.start_ns) / 1e6 : -1;
         p.candidates = int(s.candidates.size());
         p.from = Source{run, t->pid(), f.rank, f.host, s.start_ns >= f.first_ns ? double(s.start_ns - f.first_ns) / 1e9 : -1};
@@ -373,7 +391,7 @@ int plans_show(const Args& args) {
   std::vector<Plan> plans = read_plan_file(files[0]);
   // A plan file comes from elsewhere: nothing in it reaches the terminal raw.
   for (auto& p : plans) {
-    for (std::string* s : {&p.problem, &p.knobs, &p.gpu, &p.mode, &p.from.run}) *s = utf8::terminal_safe(*s);
+    for (std::string* s : {&p.problem, &p.knobs, &p.gpu, &p.from.run}) *s = utf8::terminal_safe(*s);
     for (auto& c : p.conflicts) c = analysis::terminal_json(c);
   }
   std::map<std::pair<std::string, int64_t>, int> groups;
@@ -388,7 +406,8 @@ int plans_show(const Args& args) {
     std::string choice = p.legacy ? fmt::format("algo {} {}", p.engine, p.knobs)
                                   : fmt::format("engine {}{}{}", p.engine, p.knobs.empty() ? "" : " ", p.knobs);
     fmt::print("\n{}\n  {} ({}{}), {}\n  from {} rank {} pid {}{}\n", problem, choice,
-               p.time_ms >= 0 ? fmt::format("{:.3f} ms", p.time_ms) : "not timed", p.mode == "heuristic" ? ", heuristic pick" : "",
+               p.time_ms >= 0 ? fmt::format("{:.3f} ms", p.time_ms) : "not timed",
+               p.mode == reader::SearchMode::kHeuristic ? ", heuristic pick" : "",
                p.search_ms >= 0 ? fmt::format("its search took {:.1f} ms over {} candidates", p.search_ms, p.candidates)
                                 : "search time unknown",
                p.from.run, p.from.rank >= 0 ? std::to_string(p.from.rank) : "?", p.from.pid,
