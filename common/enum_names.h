@@ -29,4 +29,25 @@ constexpr bool value_in(const std::pair<E, const char*> (&table)[N], std::string
   return false;
 }
 
+// Tables that spell each value more than one way (entries {value, name, another name, ...}, as
+// reader.h's kFileStateNames): `spelling` picks the member.
+template <typename Entry, size_t N, typename E>
+constexpr const char* name_in(const Entry (&table)[N], E value, const char* Entry::*spelling) {
+  for (const auto& entry : table) {
+    if (entry.value == value) return entry.*spelling;
+  }
+  return "";
+}
+
+template <typename Entry, size_t N, typename E>
+constexpr bool value_in(const Entry (&table)[N], std::string_view name, const char* Entry::*spelling, E* value) {
+  for (const auto& entry : table) {
+    if (name == entry.*spelling) {
+      *value = entry.value;
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace cuprobe

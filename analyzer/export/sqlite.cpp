@@ -28,6 +28,7 @@
 
 #include "export/export.h"
 #include "export/sqlite_pages.h"
+#include "trace/reader.h"
 #include "trace/symbolize.h"
 
 #include "version.h"
@@ -536,11 +537,7 @@ class SqliteSink : public TimelineSink {
       const reader::Trace& t = *p.trace;
       const reader::Process& proc = t.process();
       const analysis::ProcessTimes* times = times_of(job_, p);
-      const char* state = t.state() == trace::FileState::kExited     ? "exited"
-                          : t.state() == trace::FileState::kSignaled ? "signaled"
-                          : t.state() == trace::FileState::kExeced   ? "execed"
-                          : t.state() == trace::FileState::kSnapshot ? "snapshot"
-                                                                     : "recording";
+      const char* state = reader::sqlite_name_of(t.state());
       Insert& s = ins_process_;
       s.i(process_id_).i(p.pid).i_or_null(proc.ppid, 0).t(p.host).i_or_null(p.rank, -1).i_or_null(proc.local_rank, -1);
       s.i_or_null(proc.world_size, -1).t(times ? times->label : p.label).t(p.command).t(proc.exe).t(t.path()).t(state);

@@ -222,7 +222,7 @@ trace::Library builtin_library(const std::string& name) {
 
 trace::FileState state_of(const std::string& s) {
   trace::FileState state = trace::FileState::kRecording;  // a name this reader does not know
-  value_in(reader::kFileStateNames, s, &state);
+  value_in(reader::kFileStateNames, s, &reader::FileStateName::name, &state);
   return state;
 }
 

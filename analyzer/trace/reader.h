@@ -41,15 +41,24 @@ using StringId = Id<struct StringTag>;            // Trace::string: StringRecord
 using KnobsId = Id<struct KnobsTag>;              // Trace::knobs, knobs_text: fields of type k
 using AlgoResultsId = Id<struct AlgoResultsTag>;  // Trace::algo_results: fields of type r
 
-
-// How a process's trace ended, by name: what `cuprobe dump` writes (and the JSON Lines reader
-// reads back), `export --format sqlite` stores and `analyze` builds its wording on. One table.
-inline constexpr std::pair<trace::FileState, const char*> kFileStateNames[] = {
-    {trace::FileState::kExited, "exited"},       {trace::FileState::kSignaled, "signaled"},
-    {trace::FileState::kRecording, "incomplete"}, {trace::FileState::kExeced, "exec"},
-    {trace::FileState::kSnapshot, "snapshot"},
+// How a process's trace ended, by name. One table, two spellings: `name` is what `cuprobe dump`
+// writes (and the JSON Lines reader reads back) and `analyze` builds its wording on; `sqlite` is
+// what `export --format sqlite` stores in processes.trace_state (docs/sql.md), words of its own
+// that exported databases and the queries written against them already use.
+struct FileStateName {
+  trace::FileState value;
+  const char* name;
+  const char* sqlite;
 };
-inline const char* name_of(trace::FileState s) { return name_in(kFileStateNames, s); }
+inline constexpr FileStateName kFileStateNames[] = {
+    {trace::FileState::kExited, "exited", "exited"},
+    {trace::FileState::kSignaled, "signaled", "signaled"},
+    {trace::FileState::kRecording, "incomplete", "recording"},
+    {trace::FileState::kExeced, "exec", "execed"},
+    {trace::FileState::kSnapshot, "snapshot", "snapshot"},
+};
+inline const char* name_of(trace::FileState s) { return name_in(kFileStateNames, s, &FileStateName::name); }
+inline const char* sqlite_name_of(trace::FileState s) { return name_in(kFileStateNames, s, &FileStateName::sqlite); }
 // A plan-pinning outcome's name (trace_format.h's kPinOutcomeNames, what dumps and evidence carry).
 inline const char* name_of(trace::PinOutcome o) {
   return uint32_t(o) < uint32_t(trace::PinOutcome::kCount) ? trace::kPinOutcomeNames[uint32_t(o)] : "?";
