@@ -17,9 +17,10 @@ struct ExportJob {
   analysis::Report report;         // findings (Finding::at_wall_ns), summary, step starts
   WalkOptions walk;                // progress, warnings
   std::vector<std::string> symbol_dirs;  // --symbols: where else the traced binaries are
-  // SQLite: the large tables (calls, executions, allocations, memory) are written as b-tree pages
-  // (sqlite_pages.h) unless this is set, or CUPROBE_SQLITE_ROWS=sql: then every row goes through
-  // SQL, the reference the tests compare the pages with (docs/sql.md).
+  // SQLite: the large tables (sqlite_schema.h's `large`: calls, syncs, failures, executions,
+  // allocations, memory) are written as b-tree pages (sqlite_pages.h) unless this is set, or
+  // CUPROBE_SQLITE_ROWS=sql: then every row goes through SQL, the reference the tests compare the
+  // pages with (docs/sql.md).
   bool sqlite_rows_through_sql = false;
   uint32_t sqlite_page_size = 16384;
 };

@@ -6,8 +6,9 @@
 // problems, stacks): a recording of any length exports in bounded memory. Rows are kept narrow
 // (integers; text only where a row is rare or the text is what a query wants, such as knobs), the
 // largest tables are inserted many rows to a statement, and the indexes are built once after the
-// last insert rather than kept up to date row by row. Every time is wall-clock (Unix epoch) nanoseconds, so that the
-// processes of a job, and a PyTorch profiler trace of the same run, line up.
+// last insert rather than kept up to date row by row. Every time is wall-clock (Unix epoch)
+// nanoseconds, so that the processes of a job, and a PyTorch profiler trace of the same run, line
+// up. The tables, their columns and the rows' fields are declared once, in sqlite_schema.h.
 #include <sqlite3.h>
 
 #include <chrono>
@@ -28,6 +29,7 @@
 
 #include "export/export.h"
 #include "export/sqlite_pages.h"
+#include "export/sqlite_schema.h"
 #include "trace/reader.h"
 #include "trace/symbolize.h"
 
@@ -39,68 +41,6 @@ namespace {
 
 // Bumped whenever a table or column changes meaning, is renamed or removed (docs/sql.md).
 constexpr int kSchemaVersion = 1;
-
-constexpr const char* kSchema = R"(
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
-CREATE TABLE processes (
-  id INTEGER PRIMARY KEY, pid INTEGER, ppid INTEGER, host TEXT, rank INTEGER, local_rank INTEGER,
-  world_size INTEGER, label TEXT, command TEXT, exe TEXT, trace_path TEXT, trace_state TEXT,
-  start_ns INTEGER, first_ns INTEGER, last_ns INTEGER, job_start_ns INTEGER, events INTEGER,
-  threads INTEGER);
-CREATE TABLE steps (process_id INTEGER REFERENCES processes(id), step INTEGER, start_ns INTEGER);
-CREATE TABLE devices (
-  id INTEGER PRIMARY KEY, process_id INTEGER REFERENCES processes(id), device INTEGER, name TEXT,
-  total_mem INTEGER, uuid TEXT, pci_bus_id TEXT, cc TEXT, multiprocessors INTEGER);
-CREATE TABLE apis (id INTEGER PRIMARY KEY, name TEXT, library TEXT, flags INTEGER);
-CREATE TABLE problems (id INTEGER PRIMARY KEY, hash TEXT, text TEXT);
-CREATE TABLE stacks (
-  id INTEGER PRIMARY KEY, process_id INTEGER REFERENCES processes(id), trace_stack INTEGER,
-  site TEXT, python_frames INTEGER, native_frames INTEGER);
-CREATE TABLE frames (
-  stack_id INTEGER REFERENCES stacks(id), depth INTEGER, kind TEXT, pc INTEGER, module TEXT,
-  function TEXT, file TEXT, line INTEGER, text TEXT);
-CREATE TABLE calls (
-  id INTEGER PRIMARY KEY, process_id INTEGER, tid INTEGER, api_id INTEGER, ts_ns INTEGER,
-  dur_ns INTEGER, device INTEGER, stream INTEGER, ret INTEGER, stack_id INTEGER, flags INTEGER);
-CREATE TABLE syncs (
-  call_id INTEGER PRIMARY KEY, process_id INTEGER, tid INTEGER, api_id INTEGER, ts_ns INTEGER,
-  dur_ns INTEGER, device INTEGER, ret INTEGER);
-CREATE TABLE failures (
-  call_id INTEGER PRIMARY KEY, process_id INTEGER, tid INTEGER, api_id INTEGER, library TEXT,
-  ts_ns INTEGER, dur_ns INTEGER, device INTEGER, ret INTEGER, injected INTEGER, stack_id INTEGER);
-CREATE TABLE faults (
-  call_id INTEGER PRIMARY KEY, process_id INTEGER, tid INTEGER, api_id INTEGER, ts_ns INTEGER,
-  ret INTEGER, rule TEXT, k INTEGER);
-CREATE TABLE searches (
-  id INTEGER PRIMARY KEY, process_id INTEGER REFERENCES processes(id), tid INTEGER, device INTEGER,
-  api TEXT, mode TEXT, problem_id INTEGER REFERENCES problems(id), start_ns INTEGER, end_ns INTEGER,
-  dur_ns INTEGER, stack_id INTEGER REFERENCES stacks(id), candidates INTEGER, winner_id INTEGER,
-  winner_engine INTEGER, winner_knobs TEXT, search_workspace INTEGER, align INTEGER,
-  plans_rejected INTEGER, complete INTEGER);
-CREATE TABLE candidates (
-  id INTEGER PRIMARY KEY, search_id INTEGER REFERENCES searches(id), idx INTEGER, plan INTEGER,
-  engine INTEGER, knobs TEXT, workspace INTEGER, build_status INTEGER, exec_status INTEGER,
-  executions INTEGER, last_exec_ns INTEGER, time_ms REAL, notes INTEGER, injected INTEGER,
-  winner INTEGER);
-CREATE TABLE executions (
-  call_id INTEGER PRIMARY KEY, process_id INTEGER, tid INTEGER, ts_ns INTEGER, dur_ns INTEGER,
-  device INTEGER, ret INTEGER, backend INTEGER, engine INTEGER, knobs TEXT, workspace INTEGER,
-  problem_id INTEGER, candidate INTEGER);
-CREATE TABLE allocations (
-  call_id INTEGER, process_id INTEGER, tid INTEGER, api_id INTEGER, ts_ns INTEGER, dur_ns INTEGER,
-  device INTEGER, address INTEGER, size INTEGER, ok INTEGER, ret INTEGER, freed INTEGER,
-  alloc_ts_ns INTEGER, owner TEXT, search_problem_id INTEGER, stack_id INTEGER);
-CREATE TABLE memory (
-  call_id INTEGER, process_id INTEGER, ts_ns INTEGER, device INTEGER, owner TEXT,
-  owner_bytes INTEGER, total_bytes INTEGER);
-CREATE TABLE findings (
-  id INTEGER PRIMARY KEY, rule TEXT, severity TEXT, title TEXT, message TEXT, evidence TEXT,
-  fix TEXT, impact_s REAL, at_ns INTEGER);
-CREATE TABLE finding_processes (finding_id INTEGER REFERENCES findings(id), process_id INTEGER REFERENCES processes(id));
-CREATE TABLE finding_call_sites (finding_id INTEGER REFERENCES findings(id), idx INTEGER, site TEXT);
-CREATE TABLE finding_problems (finding_id INTEGER REFERENCES findings(id), problem_id INTEGER REFERENCES problems(id));
-CREATE TABLE warnings (id INTEGER PRIMARY KEY, text TEXT);
-)";
 
 // Built once every row is in (see the file comment). The largest tables (calls, executions,
 // syncs) get none: their ids are their keys and in time order within a process, the documented
@@ -127,13 +67,22 @@ struct SqlError {
   std::string message;
 };
 
+using sqlite_schema::Cell;
+using sqlite_schema::Table;
+namespace rows = sqlite_schema::rows;
+
+template <typename Row>
+constexpr const Table& table_of() {
+  return sqlite_schema::table(Row::kTable);
+}
+
 // One prepared statement, bound column by column (1-based, in the order of its placeholders)
 // and run; reused for every row.
 class Insert {
  public:
   Insert() = default;
-  Insert(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) != SQLITE_OK) {
+  Insert(sqlite3* db, const std::string& sql) : db_(db) {
+    if (sqlite3_prepare_v3(db, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) != SQLITE_OK) {
       throw SqlError{fmt::format("cannot prepare \"{}\": {}", sql, sqlite3_errmsg(db))};
     }
   }
@@ -152,32 +101,36 @@ class Insert {
     sqlite3_bind_int64(stmt_, ++col_, v);
     return *this;
   }
-  Insert& u(uint64_t v) { return i(int64_t(v)); }
   Insert& null() {
     sqlite3_bind_null(stmt_, ++col_);
     return *this;
   }
-  // A value, or NULL where it is `none` (unknown).
-  Insert& i_or_null(int64_t v, int64_t none) { return v == none ? null() : i(v); }
   Insert& d(double v) {
     sqlite3_bind_double(stmt_, ++col_, v);
     return *this;
   }
-  // The text must live until run(): it is not copied (a temporary would not).
-  Insert& t(std::string&&) = delete;
-  Insert& t(const std::string& v) {
-    sqlite3_bind_text(stmt_, ++col_, v.data(), int(v.size()), SQLITE_STATIC);
-    return *this;
-  }
+  // The text must live until run(): it is not copied.
   Insert& t(const char* v, int n) {
     sqlite3_bind_text(stmt_, ++col_, v, n, SQLITE_STATIC);
     return *this;
   }
-  Insert& t(const char* v) {
-    sqlite3_bind_text(stmt_, ++col_, v, -1, SQLITE_STATIC);
-    return *this;
+  // A column of `table`'s row; one the code filling the row left unset fails the export.
+  Insert& cell(const Cell& c, const Table& table, size_t column) {
+    switch (c.kind) {
+      case Cell::kInt:
+        return i(c.i);
+      case Cell::kNull:
+        return null();
+      case Cell::kReal:
+        return d(c.d);
+      case Cell::kText:
+        return t(c.s, int(c.size));
+      case Cell::kUnset:
+        break;
+    }
+    throw SqlError{fmt::format("{}.{} was not given a value", table.name, table.columns[column % table.count].name)};
   }
-  // A value held for later (Batch) or decoded from a record (sqlite_pages::decode).
+  // A value decoded from a record (sqlite_pages::decode).
   Insert& value(const sqlite_pages::Value& v) {
     switch (v.type) {
       case sqlite_pages::Value::kInt:
@@ -205,6 +158,22 @@ class Insert {
   int col_ = 0;
 };
 
+// An INSERT of one row of a declared table (sqlite_schema.h), run at once.
+template <typename Row>
+class RowInsert {
+ public:
+  RowInsert() = default;
+  explicit RowInsert(sqlite3* db) : ins_(db, sqlite_schema::insert_statement(table_of<Row>())) {}
+  void add(const Row& row) {
+    size_t column = 0;
+    row.each([&](const Cell& c) { ins_.cell(c, table_of<Row>(), column++); });
+    ins_.run();
+  }
+
+ private:
+  Insert ins_;
+};
+
 void exec(sqlite3* db, const char* sql) {
   char* msg = nullptr;
   if (sqlite3_exec(db, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
@@ -217,115 +186,81 @@ void exec(sqlite3* db, const char* sql) {
 // Rows of a large table, inserted `rows` to a statement: running a statement costs about as
 // much as the row it inserts. Values wait here until the batch is full or flushed; text is not
 // copied, so what it points to must outlive the next flush.
+template <typename Row>
 class Batch {
  public:
-  Batch(sqlite3* db, const char* table, int columns, size_t rows) : columns_(columns), rows_(rows) {
-    std::string row = "(?";
-    for (int c = 1; c < columns; ++c) row += ",?";
-    row += ")";
-    std::string sql = fmt::format("INSERT INTO {} VALUES {}", table, row);
-    one_ = Insert(db, sql.c_str());
-    for (size_t r = 1; r < rows; ++r) sql += "," + row;
-    all_ = Insert(db, sql.c_str());
-    values_.reserve(size_t(columns) * rows);
+  Batch(sqlite3* db, size_t rows)
+      : rows_(rows),
+        one_(db, sqlite_schema::insert_statement(table_of<Row>())),
+        all_(db, sqlite_schema::insert_statement(table_of<Row>(), rows)) {
+    cells_.reserve(table_of<Row>().count * rows);
   }
-  Batch& i(int64_t v) { return put(Value{Value::kInt, v, 0, {}}); }
-  Batch& u(uint64_t v) { return i(int64_t(v)); }
-  Batch& null() { return put(Value{Value::kNull, 0, 0, {}}); }
-  Batch& i_or_null(int64_t v, int64_t none) { return v == none ? null() : i(v); }
-  Batch& d(double v) { return put(Value{Value::kReal, 0, v, {}}); }
-  Batch& t(std::string&&) = delete;  // the text is not copied
-  Batch& t(const std::string& v) { return put(Value{Value::kText, 0, 0, v}); }
-  Batch& t(const char* v) { return put(Value{Value::kText, 0, 0, v}); }
-  void run() {
-    if (values_.size() == size_t(columns_) * rows_) flush();
+  void add(const Row& row) {
+    row.each([&](const Cell& c) { cells_.push_back(c); });
+    if (cells_.size() == table_of<Row>().count * rows_) flush();
   }
   void flush() {
-    bool full = values_.size() == size_t(columns_) * rows_;
+    size_t columns = table_of<Row>().count;
+    bool full = cells_.size() == columns * rows_;
     Insert& s = full ? all_ : one_;
-    for (size_t k = 0; k < values_.size(); ++k) {
-      s.value(values_[k]);
-      if (!full && (k + 1) % size_t(columns_) == 0) s.run();
+    for (size_t k = 0; k < cells_.size(); ++k) {
+      s.cell(cells_[k], table_of<Row>(), k);
+      if (!full && (k + 1) % columns == 0) s.run();
     }
     if (full) s.run();
-    values_.clear();
+    cells_.clear();
   }
 
  private:
-  using Value = sqlite_pages::Value;
-  Batch& put(const Value& v) {
-    values_.push_back(v);
-    return *this;
-  }
-  int columns_;
   size_t rows_;
   Insert one_, all_;
-  std::vector<Value> values_;
+  std::vector<Cell> cells_;
 };
 
 // A large table's rows, written as b-tree pages (sqlite_pages.h) or, on the reference path,
-// inserted through SQL (Batch). `rowid_first`: the first column is the table's INTEGER PRIMARY
-// KEY, which a record stores as NULL (the rowid holds it); other tables get rowids 1, 2, ...
+// inserted through SQL (Batch). A table whose first column is its INTEGER PRIMARY KEY stores it
+// as NULL in the record (the rowid holds it); other tables get rowids 1, 2, ...
+template <typename Row>
 class BigTable {
  public:
-  BigTable(sqlite3* db, const char* table, int columns, size_t batch_rows, sqlite_pages::Writer* pages, bool rowid_first)
-      : pages_(pages), rowid_first_(rowid_first) {
+  BigTable(sqlite3* db, size_t batch_rows, sqlite_pages::Writer* pages) : pages_(pages) {
     if (pages_) {
-      table_ = pages_->add_table(table, rowid_first);
+      table_ = pages_->add_table(table_of<Row>().name, table_of<Row>().rowid_first());
     } else {
-      batch_.emplace(db, table, columns, batch_rows);
+      batch_.emplace(db, batch_rows);
     }
   }
-  BigTable& i(int64_t v) {
+  void add(const Row& row) {
     if (!pages_) {
-      batch_->i(v);
-    } else if (col_++ == 0 && rowid_first_) {
-      rowid_ = v;
-      record_.null();
-    } else {
-      record_.integer(v);
-    }
-    return *this;
-  }
-  BigTable& u(uint64_t v) { return i(int64_t(v)); }
-  BigTable& null() {
-    if (!pages_) {
-      batch_->null();
-    } else {
-      record_.null();
-    }
-    ++col_;
-    return *this;
-  }
-  BigTable& i_or_null(int64_t v, int64_t none) { return v == none ? null() : i(v); }
-  BigTable& t(std::string&&) = delete;  // Batch does not copy the text
-  BigTable& t(const std::string& v) {
-    if (!pages_) {
-      batch_->t(v);
-    } else {
-      record_.text(v.data(), v.size());
-    }
-    ++col_;
-    return *this;
-  }
-  // A string that outlives the export (Batch keeps the pointer until its flush).
-  BigTable& t(const char* v) {
-    if (!pages_) {
-      batch_->t(v);
-    } else {
-      record_.text(v, std::strlen(v));
-    }
-    ++col_;
-    return *this;
-  }
-  void run() {
-    if (!pages_) {
-      batch_->run();
+      batch_->add(row);
       return;
     }
-    pages_->add_row(table_, rowid_first_ ? rowid_ : ++rowid_, record_);
+    constexpr bool kRowidFirst = table_of<Row>().rowid_first();
+    size_t column = 0;
+    row.each([&](const Cell& c) {
+      if (column++ == 0 && kRowidFirst && c.kind != Cell::kUnset) {
+        if (c.kind != Cell::kInt) throw SqlError{fmt::format("{}: a key that is not an integer", table_of<Row>().name)};
+        rowid_ = c.i;
+        record_.null();
+        return;
+      }
+      switch (c.kind) {
+        case Cell::kInt:
+          return record_.integer(c.i);
+        case Cell::kNull:
+          return record_.null();
+        case Cell::kReal:
+          return record_.real(c.d);
+        case Cell::kText:
+          return record_.text(c.s, c.size);
+        case Cell::kUnset:
+          break;
+      }
+      throw SqlError{fmt::format("{}.{} was not given a value", table_of<Row>().name,
+                                 table_of<Row>().columns[column - 1].name)};
+    });
+    pages_->add_row(table_, kRowidFirst ? rowid_ : ++rowid_, record_);
     record_.clear();
-    col_ = 0;
   }
   void flush() {
     if (batch_) batch_->flush();
@@ -333,12 +268,10 @@ class BigTable {
 
  private:
   sqlite_pages::Writer* pages_;
-  bool rowid_first_;
   int table_ = -1;
-  int col_ = 0;
   int64_t rowid_ = 0;
   sqlite_pages::Record record_;
-  std::optional<Batch> batch_;
+  std::optional<Batch<Row>> batch_;
 };
 
 std::string hex(uint64_t v) { return fmt::format("0x{:016x}", v); }
@@ -356,25 +289,24 @@ class SqliteSink : public TimelineSink {
   SqliteSink(sqlite3* db, const ExportJob& job, sqlite_pages::Writer* pages)
       : db_(db),
         job_(job),
-        calls_(db, "calls", 11, 64, pages, true),
-        executions_(db, "executions", 13, 64, pages, true),
-        allocations_(db, "allocations", 16, 32, pages, false),
-        memory_(db, "memory", 7, 32, pages, false),
-        syncs_(db, "syncs", 8, 64, pages, true),
-        failures_(db, "failures", 11, 32, pages, true),
-        symbols_(job.symbol_dirs) {
-    ins_process_ = Insert(db, "INSERT INTO processes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    ins_step_ = Insert(db, "INSERT INTO steps VALUES (?,?,?)");
-    ins_device_ = Insert(db, "INSERT INTO devices VALUES (NULL,?,?,?,?,?,?,?,?)");
-    ins_api_ = Insert(db, "INSERT INTO apis VALUES (?,?,?,?)");
-    ins_problem_ = Insert(db, "INSERT INTO problems VALUES (?,?,?)");
-    set_problem_hash_ = Insert(db, "UPDATE problems SET hash = ? WHERE id = ?");
-    ins_stack_ = Insert(db, "INSERT INTO stacks VALUES (?,?,?,?,?,?)");
-    ins_frame_ = Insert(db, "INSERT INTO frames VALUES (?,?,?,?,?,?,?,?,?)");
-    ins_fault_ = Insert(db, "INSERT INTO faults VALUES (?,?,?,?,?,?,?,?)");
-    ins_search_ = Insert(db, "INSERT INTO searches VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    ins_candidate_ = Insert(db, "INSERT INTO candidates VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  }
+        ins_process_(db),
+        ins_step_(db),
+        ins_device_(db),
+        ins_api_(db),
+        ins_problem_(db),
+        ins_stack_(db),
+        ins_frame_(db),
+        ins_fault_(db),
+        ins_search_(db),
+        ins_candidate_(db),
+        set_problem_hash_(db, "UPDATE problems SET hash = ? WHERE id = ?"),
+        calls_(db, 64, pages),
+        executions_(db, 64, pages),
+        allocations_(db, 32, pages),
+        memory_(db, 32, pages),
+        syncs_(db, 64, pages),
+        failures_(db, 32, pages),
+        symbols_(job.symbol_dirs) {}
 
   bool wants_calls() const override { return true; }
   const std::string& error() const { return error_; }
@@ -392,8 +324,9 @@ class SqliteSink : public TimelineSink {
       stack_ids_.clear();
       for (const auto& [index, d] : t.devices()) {
         std::string cc = d.cc_major > 0 ? fmt::format("{}.{}", d.cc_major, d.cc_minor) : "";
-        ins_device_.i(process_id_).i(d.index).t(d.name).u(d.total_mem).t(d.uuid).t(d.pci_bus_id).t(cc);
-        ins_device_.i_or_null(d.multiprocessors, 0).run();
+        ins_device_.add({.id = Cell::null(), .process_id = process_id_, .device = d.index, .name = d.name,
+                         .total_mem = d.total_mem, .uuid = d.uuid, .pci_bus_id = d.pci_bus_id, .cc = cc,
+                         .multiprocessors = Cell::or_null(d.multiprocessors, 0)});
         ++rows_;
       }
       // Every stack of the trace, up front: the calls refer to them by id as they stream past.
@@ -410,13 +343,11 @@ class SqliteSink : public TimelineSink {
       cur_.id = ++call_id_;
       cur_.api_id = api_id;
       cur_.stack_id = stack_id(e.stack);
-      BigTable& s = calls_;
-      s.i(cur_.id).i(process_id_).i(e.tid).i(api_id).u(info_->wall_ns(e.ts_ns)).u(e.dur_ns).i(e.device);
-      if (e.has_stream)
-        s.u(e.stream);
-      else
-        s.null();
-      s.i(e.ret).i_or_null(cur_.stack_id, 0).i((e.sample ? 1 : 0) | (e.injected() ? 2 : 0)).run();
+      calls_.add({.id = cur_.id, .process_id = process_id_, .tid = e.tid, .api_id = api_id,
+                  .ts_ns = info_->wall_ns(e.ts_ns), .dur_ns = e.dur_ns, .device = e.device,
+                  .stream = e.has_stream ? Cell(e.stream) : Cell::null(), .ret = e.ret,
+                  .stack_id = Cell::or_null(cur_.stack_id, 0),
+                  .flags = (e.sample ? 1 : 0) | (e.injected() ? 2 : 0)});
       ++rows_;
       ++events_;
     } catch (const SqlError& x) {
@@ -434,37 +365,26 @@ class SqliteSink : public TimelineSink {
         const reader::SearchCandidate& c = r.candidates[k];
         int64_t cid = ++candidate_id_;
         if (int(k) == r.winner) winner_id = cid;
-        ins_candidate_.i(cid).i(id).i(int64_t(k)).u(c.plan).i(c.engine).t(c.knobs).u(c.workspace).i(c.build_status);
-        ins_candidate_.i_or_null(c.exec_status, -1).i(c.executions);
-        if (c.last_exec_ns)
-          ins_candidate_.u(info_->wall_ns(c.last_exec_ns));
-        else
-          ins_candidate_.null();
-        if (c.time_ms >= 0)
-          ins_candidate_.d(c.time_ms);
-        else
-          ins_candidate_.null();
-        ins_candidate_.u(c.notes).i(c.injected).i(int(k) == r.winner).run();
+        ins_candidate_.add({.id = cid, .search_id = id, .idx = k, .plan = c.plan, .engine = c.engine,
+                            .knobs = c.knobs, .workspace = c.workspace, .build_status = c.build_status,
+                            .exec_status = Cell::or_null(c.exec_status, -1), .executions = c.executions,
+                            .last_exec_ns = c.last_exec_ns ? Cell(info_->wall_ns(c.last_exec_ns)) : Cell::null(),
+                            .time_ms = c.time_ms >= 0 ? Cell(c.time_ms) : Cell::null(), .notes = c.notes,
+                            .injected = c.injected, .winner = int(k) == r.winner});
         ++rows_;
       }
       const reader::SearchCandidate* w =
           r.winner >= 0 && size_t(r.winner) < r.candidates.size() ? &r.candidates[size_t(r.winner)] : nullptr;
       uint64_t start = info_->wall_ns(r.start_ns), end = info_->wall_ns(std::max(r.end_ns, r.start_ns));
-      Insert& s = ins_search_;
-      s.i(id)
-          .i(process_id_)
-          .i(r.tid)
-          .i(r.device)
-          .t(r.function)
-          .t(reader::name_of(r.mode))
-          .i_or_null(problem_id(r.problem, r.problem_hash), 0);
-      s.u(start).u(end).u(end - start).i_or_null(stack_id(r.stack), 0).i(int64_t(r.candidates.size()));
-      s.i_or_null(winner_id, 0);
-      if (w)
-        s.i(w->engine).t(w->knobs);
-      else
-        s.null().null();
-      s.u(r.search_workspace).i_or_null(r.align, 0).i(r.plans_rejected).i(r.complete).run();
+      ins_search_.add({.id = id, .process_id = process_id_, .tid = r.tid, .device = r.device, .api = r.function,
+                       .mode = reader::name_of(r.mode),
+                       .problem_id = Cell::or_null(problem_id(r.problem, r.problem_hash), 0), .start_ns = start,
+                       .end_ns = end, .dur_ns = end - start, .stack_id = Cell::or_null(stack_id(r.stack), 0),
+                       .candidates = r.candidates.size(), .winner_id = Cell::or_null(winner_id, 0),
+                       .winner_engine = w ? Cell(w->engine) : Cell::null(),
+                       .winner_knobs = w ? Cell(w->knobs) : Cell::null(), .search_workspace = r.search_workspace,
+                       .align = Cell::or_null(r.align, 0), .plans_rejected = r.plans_rejected,
+                       .complete = r.complete});
       ++rows_;
     });
   }
@@ -477,33 +397,35 @@ class SqliteSink : public TimelineSink {
         if (fresh) it->second = problem_id(*x.problem, x.problem_hash);
         problem = it->second;
       }
-      BigTable& s = executions_;
-      s.i(cur_.id).i(process_id_).i(x.tid).u(info_->wall_ns(x.ts_ns)).u(x.dur_ns).i(x.device).i(x.ret).i(x.backend);
-      s.i(x.engine).t(*x.knobs).i_or_null(int64_t(x.workspace), 0).i_or_null(problem, 0).i(x.candidate).run();
+      executions_.add({.call_id = cur_.id, .process_id = process_id_, .tid = x.tid, .ts_ns = info_->wall_ns(x.ts_ns),
+                       .dur_ns = x.dur_ns, .device = x.device, .ret = x.ret, .backend = x.backend,
+                       .engine = x.engine, .knobs = *x.knobs, .workspace = Cell::or_null(int64_t(x.workspace), 0),
+                       .problem_id = Cell::or_null(problem, 0), .candidate = x.candidate});
       ++rows_;
     });
   }
 
   void sync(const SyncItem& x) override {
     guard([&] {
-      syncs_.i(cur_.id).i(process_id_).i(x.tid).i(cur_.api_id).u(info_->wall_ns(x.ts_ns)).u(x.dur_ns);
-      syncs_.i(x.device).i(x.ret).run();
+      syncs_.add({.call_id = cur_.id, .process_id = process_id_, .tid = x.tid, .api_id = cur_.api_id,
+                  .ts_ns = info_->wall_ns(x.ts_ns), .dur_ns = x.dur_ns, .device = x.device, .ret = x.ret});
       ++rows_;
     });
   }
 
   void failure(const FailureItem& x) override {
     guard([&] {
-      failures_.i(cur_.id).i(process_id_).i(x.tid).i(cur_.api_id).t(x.library).u(info_->wall_ns(x.ts_ns));
-      failures_.u(x.dur_ns).i(x.device).i(x.ret).i(x.injected).i_or_null(stack_id(x.stack), 0).run();
+      failures_.add({.call_id = cur_.id, .process_id = process_id_, .tid = x.tid, .api_id = cur_.api_id,
+                     .library = x.library, .ts_ns = info_->wall_ns(x.ts_ns), .dur_ns = x.dur_ns, .device = x.device,
+                     .ret = x.ret, .injected = x.injected, .stack_id = Cell::or_null(stack_id(x.stack), 0)});
       ++rows_;
     });
   }
 
   void fault(const FaultItem& x) override {
     guard([&] {
-      ins_fault_.i(cur_.id).i(process_id_).i(x.tid).i(cur_.api_id).u(info_->wall_ns(x.ts_ns)).i(x.ret).t(*x.rule);
-      ins_fault_.u(x.k).run();
+      ins_fault_.add({.call_id = cur_.id, .process_id = process_id_, .tid = x.tid, .api_id = cur_.api_id,
+                      .ts_ns = info_->wall_ns(x.ts_ns), .ret = x.ret, .rule = *x.rule, .k = x.k});
       ++rows_;
     });
   }
@@ -511,22 +433,21 @@ class SqliteSink : public TimelineSink {
   void allocation(const AllocationItem& a) override {
     guard([&] {
       int64_t search = a.search_problem ? problem_id(*a.search_problem, 0) : 0;
-      BigTable& s = allocations_;
-      s.i(cur_.id).i(process_id_).i(a.tid).i(cur_.api_id).u(info_->wall_ns(a.ts_ns)).u(a.dur_ns).i(a.device);
-      s.u(a.address).u(a.size).i(a.ok).i(a.ret).i(a.freed);
-      if (a.freed)
-        s.u(info_->wall_ns(a.alloc_ts_ns));
-      else
-        s.null();
-      s.t(*a.owner).i_or_null(search, 0).i_or_null(stack_id(a.stack), 0).run();
+      allocations_.add({.call_id = cur_.id, .process_id = process_id_, .tid = a.tid, .api_id = cur_.api_id,
+                        .ts_ns = info_->wall_ns(a.ts_ns), .dur_ns = a.dur_ns, .device = a.device,
+                        .address = a.address, .size = a.size, .ok = a.ok, .ret = a.ret, .freed = a.freed,
+                        .alloc_ts_ns = a.freed ? Cell(info_->wall_ns(a.alloc_ts_ns)) : Cell::null(),
+                        .owner = *a.owner, .search_problem_id = Cell::or_null(search, 0),
+                        .stack_id = Cell::or_null(stack_id(a.stack), 0)});
       ++rows_;
     });
   }
 
   void memory(const MemorySample& m) override {
     guard([&] {
-      memory_.i(cur_.id).i(process_id_).u(info_->wall_ns(m.ts_ns)).i(m.device).t(*m.owner).u(m.owner_bytes);
-      memory_.u(m.total_bytes).run();
+      memory_.add({.call_id = cur_.id, .process_id = process_id_, .ts_ns = info_->wall_ns(m.ts_ns),
+                   .device = m.device, .owner = *m.owner, .owner_bytes = m.owner_bytes,
+                   .total_bytes = m.total_bytes});
       ++rows_;
     });
   }
@@ -537,24 +458,20 @@ class SqliteSink : public TimelineSink {
       const reader::Trace& t = *p.trace;
       const reader::Process& proc = t.process();
       const analysis::ProcessTimes* times = times_of(job_, p);
-      const char* state = reader::sqlite_name_of(t.state());
-      Insert& s = ins_process_;
-      s.i(process_id_).i(p.pid).i_or_null(proc.ppid, 0).t(p.host).i_or_null(p.rank, -1).i_or_null(proc.local_rank, -1);
-      s.i_or_null(proc.world_size, -1).t(times ? times->label : p.label).t(p.command).t(proc.exe).t(t.path()).t(state);
-      s.u(t.start_wall_ns());
-      if (p.events)
-        s.u(p.wall_ns(p.first_ns)).u(p.wall_ns(p.last_ns));
-      else
-        s.null().null();
-      if (times && times->job_start_wall_ns)
-        s.u(times->job_start_wall_ns);
-      else
-        s.null();
-      s.u(p.events).i(int64_t(p.tids.size())).run();
+      ins_process_.add(
+          {.id = process_id_, .pid = p.pid, .ppid = Cell::or_null(proc.ppid, 0), .host = p.host,
+           .rank = Cell::or_null(p.rank, -1), .local_rank = Cell::or_null(proc.local_rank, -1),
+           .world_size = Cell::or_null(proc.world_size, -1), .label = times ? times->label : p.label,
+           .command = p.command, .exe = proc.exe, .trace_path = t.path(),
+           .trace_state = reader::sqlite_name_of(t.state()), .start_ns = t.start_wall_ns(),
+           .first_ns = p.events ? Cell(p.wall_ns(p.first_ns)) : Cell::null(),
+           .last_ns = p.events ? Cell(p.wall_ns(p.last_ns)) : Cell::null(),
+           .job_start_ns = times && times->job_start_wall_ns ? Cell(times->job_start_wall_ns) : Cell::null(),
+           .events = p.events, .threads = p.tids.size()});
       ++rows_;
       if (times) {
         for (size_t k = 0; k < times->step_wall_ns.size(); ++k) {
-          ins_step_.i(process_id_).i(int64_t(k)).u(times->step_wall_ns[k]).run();
+          ins_step_.add({.process_id = process_id_, .step = k, .start_ns = times->step_wall_ns[k]});
           ++rows_;
         }
       }
@@ -565,31 +482,32 @@ class SqliteSink : public TimelineSink {
 
   // After the walk: the analysis's findings, with the processes and problems they concern.
   void write_findings() {
-    Insert finding(db_, "INSERT INTO findings VALUES (?,?,?,?,?,?,?,?,?)");
-    Insert procs(db_, "INSERT INTO finding_processes VALUES (?,?)");
-    Insert sites(db_, "INSERT INTO finding_call_sites VALUES (?,?,?)");
-    Insert problems(db_, "INSERT INTO finding_problems VALUES (?,?)");
+    RowInsert<rows::findings> finding(db_);
+    RowInsert<rows::finding_processes> procs(db_);
+    RowInsert<rows::finding_call_sites> sites(db_);
+    RowInsert<rows::finding_problems> problems(db_);
     int64_t id = 0;
     for (const auto& f : job_.report.findings) {
       ++id;
       std::string evidence = f.evidence.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-      finding.i(id).t(f.rule).t(analysis::severity_name(f.severity)).t(f.title).t(f.message).t(evidence).t(f.fix);
-      finding.d(f.impact_s).i_or_null(int64_t(f.at_wall_ns), 0).run();
+      finding.add({.id = id, .rule = f.rule, .severity = analysis::severity_name(f.severity), .title = f.title,
+                   .message = f.message, .evidence = evidence, .fix = f.fix, .impact_s = f.impact_s,
+                   .at_ns = Cell::or_null(int64_t(f.at_wall_ns), 0)});
       ++rows_;
       for (uint32_t pid : f.pids) {
         auto it = by_pid_.find(pid);
         if (it == by_pid_.end()) continue;
         for (int64_t process : it->second) {
-          procs.i(id).i(process).run();
+          procs.add({.finding_id = id, .process_id = process});
           ++rows_;
         }
       }
       for (size_t k = 0; k < f.call_sites.size(); ++k) {
-        sites.i(id).i(int64_t(k)).t(f.call_sites[k]).run();
+        sites.add({.finding_id = id, .idx = k, .site = f.call_sites[k]});
         ++rows_;
       }
       for (const auto& text : f.problems) {
-        problems.i(id).i(problem_id(text, 0)).run();
+        problems.add({.finding_id = id, .problem_id = problem_id(text, 0)});
         ++rows_;
       }
     }
@@ -598,7 +516,12 @@ class SqliteSink : public TimelineSink {
  private:
   // Before the trace is gone: batched text points into it.
   void flush() {
-    for (BigTable* t : {&calls_, &executions_, &allocations_, &memory_, &syncs_, &failures_}) t->flush();
+    calls_.flush();
+    executions_.flush();
+    allocations_.flush();
+    memory_.flush();
+    syncs_.flush();
+    failures_.flush();
   }
 
   template <typename Fn>
@@ -617,7 +540,7 @@ class SqliteSink : public TimelineSink {
     auto [it, fresh] = apis_.try_emplace(name, 0);
     if (fresh) {
       it->second = int64_t(apis_.size());
-      ins_api_.i(it->second).t(name).t(library).u(flags).run();
+      ins_api_.add({.id = it->second, .name = name, .library = library, .flags = flags});
       ++rows_;
     }
     return it->second;
@@ -634,17 +557,12 @@ class SqliteSink : public TimelineSink {
       p.id = int64_t(problems_.size());
       p.hashed = hash != 0;
       std::string hash_text = hash ? hex(hash) : "";
-      ins_problem_.i(p.id);
-      if (hash)
-        ins_problem_.t(hash_text);
-      else
-        ins_problem_.null();
-      ins_problem_.t(text).run();
+      ins_problem_.add({.id = p.id, .hash = hash ? Cell(hash_text) : Cell::null(), .text = text});
       ++rows_;
     } else if (!p.hashed && hash != 0) {
       p.hashed = true;
       std::string hash_text = hex(hash);
-      set_problem_hash_.t(hash_text).i(p.id).run();
+      set_problem_hash_.t(hash_text.data(), int(hash_text.size())).i(p.id).run();
     }
     return p.id;
   }
@@ -655,6 +573,9 @@ class SqliteSink : public TimelineSink {
     return it == stack_ids_.end() ? 0 : it->second;
   }
 
+  // Text, or NULL where it is empty (unknown).
+  static Cell text_or_null(const std::string& s) { return s.empty() ? Cell::null() : Cell(s); }
+
   // A stack with its frames symbolized offline; `site` is how the analysis's findings cite it
   // (the application's innermost Python line, then the two innermost native frames).
   void write_stack(const reader::Trace& t, uint32_t trace_id, const reader::Stack& st) {
@@ -663,34 +584,31 @@ class SqliteSink : public TimelineSink {
     std::vector<std::string> parts = symbols_.describe(t, reader::StackId(trace_id), 1, 2);
     std::string site;
     for (const auto& part : parts) site += (site.empty() ? "" : " < ") + part;
-    ins_stack_.i(id).i(process_id_).i(trace_id).t(site).i(int64_t(st.python.size())).i(int64_t(st.pcs.size())).run();
+    ins_stack_.add({.id = id, .process_id = process_id_, .trace_stack = trace_id, .site = site,
+                    .python_frames = st.python.size(), .native_frames = st.pcs.size()});
     ++rows_;
     int64_t depth = 0;
     for (const auto& f : st.python) {
       std::string text = reader::Symbolizer::text(f);
-      ins_frame_.i(id).i(depth++).t("python").null().null().t(f.function).t(f.file).i(f.line).t(text).run();
+      ins_frame_.add({.stack_id = id, .depth = depth++, .kind = "python", .pc = Cell::null(), .module = Cell::null(),
+                      .function = f.function, .file = f.file, .line = f.line, .text = text});
       ++rows_;
     }
     for (size_t k = 0; k < st.pcs.size(); ++k) {
-      ins_frame_.i(id).i(depth++).t("native").u(st.pcs[k]);
+      rows::frames frame{.stack_id = id, .depth = depth++, .kind = "native", .pc = st.pcs[k]};
       if (k < st.resolved.size() && !st.resolved[k].empty()) {
-        ins_frame_.null().null().null().null().t(st.resolved[k]).run();
+        frame.module = frame.function = frame.file = frame.line = Cell::null();
+        frame.text = st.resolved[k];
+        ins_frame_.add(frame);
       } else {
         reader::Symbol sym = symbols_.resolve(t, st.pcs[k]);
         std::string text = reader::Symbolizer::text(sym);
-        if (sym.module.empty())
-          ins_frame_.null();
-        else
-          ins_frame_.t(sym.module);
-        if (sym.function.empty())
-          ins_frame_.null();
-        else
-          ins_frame_.t(sym.function);
-        if (sym.file.empty())
-          ins_frame_.null().null();
-        else
-          ins_frame_.t(sym.file).i(sym.line);
-        ins_frame_.t(text).run();
+        frame.module = text_or_null(sym.module);
+        frame.function = text_or_null(sym.function);
+        frame.file = text_or_null(sym.file);
+        frame.line = sym.file.empty() ? Cell::null() : Cell(sym.line);
+        frame.text = text;
+        ins_frame_.add(frame);
       }
       ++rows_;
     }
@@ -700,9 +618,23 @@ class SqliteSink : public TimelineSink {
   const ExportJob& job_;
   std::string error_;
   uint64_t rows_ = 0, processes_ = 0, events_ = 0;
-  Insert ins_process_, ins_step_, set_problem_hash_, ins_device_, ins_api_, ins_problem_, ins_stack_, ins_frame_,
-      ins_fault_, ins_search_, ins_candidate_;
-  BigTable calls_, executions_, allocations_, memory_, syncs_, failures_;
+  RowInsert<rows::processes> ins_process_;
+  RowInsert<rows::steps> ins_step_;
+  RowInsert<rows::devices> ins_device_;
+  RowInsert<rows::apis> ins_api_;
+  RowInsert<rows::problems> ins_problem_;
+  RowInsert<rows::stacks> ins_stack_;
+  RowInsert<rows::frames> ins_frame_;
+  RowInsert<rows::faults> ins_fault_;
+  RowInsert<rows::searches> ins_search_;
+  RowInsert<rows::candidates> ins_candidate_;
+  Insert set_problem_hash_;
+  BigTable<rows::calls> calls_;
+  BigTable<rows::executions> executions_;
+  BigTable<rows::allocations> allocations_;
+  BigTable<rows::memory> memory_;
+  BigTable<rows::syncs> syncs_;
+  BigTable<rows::failures> failures_;
   reader::Symbolizer symbols_;
   // The process being walked.
   const ProcessInfo* info_ = nullptr;
@@ -723,7 +655,7 @@ class SqliteSink : public TimelineSink {
 };
 
 void write_meta(sqlite3* db, const ExportJob& job) {
-  Insert meta(db, "INSERT INTO meta VALUES (?,?)");
+  RowInsert<rows::meta> meta(db);
   auto now = std::chrono::system_clock::now();
   uint64_t now_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count());
   std::time_t secs = std::chrono::system_clock::to_time_t(now);
@@ -733,7 +665,7 @@ void write_meta(sqlite3* db, const ExportJob& job) {
   std::strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
   std::string sources = nlohmann::json(job.paths).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string summary = job.report.summary.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::pair<std::string, std::string> rows[] = {
+  std::pair<std::string, std::string> entries[] = {
       {"cuprobe_version", CUPROBE_VERSION},
       {"schema_version", std::to_string(kSchemaVersion)},
       {"trace_format", std::to_string(trace::kVersion)},
@@ -743,45 +675,7 @@ void write_meta(sqlite3* db, const ExportJob& job) {
       {"time_unit", "ns of the traced machines' wall clock (Unix epoch); durations in ns"},
       {"summary", summary},
   };
-  for (const auto& [k, v] : rows) meta.t(k).t(v).run();
-}
-
-// The tables whose rows are written as pages (sqlite_pages.h) unless rows go through SQL.
-bool is_large(const std::string& table) {
-  for (const char* t : {"calls", "executions", "allocations", "memory", "syncs", "failures"}) {
-    if (table == t) return true;
-  }
-  return false;
-}
-
-// The names of the other tables, in schema order.
-std::vector<std::string> small_tables() {
-  std::vector<std::string> out;
-  std::string schema = kSchema;
-  const std::string create = "CREATE TABLE ";
-  for (size_t at = schema.find(create); at != std::string::npos; at = schema.find(create, at + 1)) {
-    size_t name = at + create.size();
-    std::string table = schema.substr(name, schema.find_first_of(" (", name) - name);
-    if (!is_large(table)) out.push_back(table);
-  }
-  return out;
-}
-
-// The small tables' definitions as temporary tables.
-std::string temporary_schema() {
-  std::string out, schema = kSchema;
-  for (size_t at = 0; at < schema.size();) {
-    size_t end = schema.find(';', at);
-    if (end == std::string::npos) break;
-    std::string stmt = schema.substr(at, end + 1 - at);
-    at = end + 1;
-    size_t create = stmt.find("CREATE TABLE ");
-    if (create == std::string::npos) continue;
-    size_t name = create + 13;
-    if (is_large(stmt.substr(name, stmt.find_first_of(" (", name) - name))) continue;
-    out += stmt.replace(create, 13, "CREATE TEMP TABLE ");
-  }
-  return out;
+  for (const auto& [k, v] : entries) meta.add({.key = k, .value = v});
 }
 
 // Rows too large for a leaf page (no overflow pages are written): through SQL.
@@ -791,9 +685,9 @@ void insert_pending(sqlite3* db, const sqlite_pages::Writer& pages) {
     std::vector<sqlite_pages::Value> values = sqlite_pages::decode(row.record);
     auto it = inserts.find(row.table);
     if (it == inserts.end()) {
-      std::string sql = fmt::format("INSERT INTO main.{} VALUES (?", pages.table_name(row.table));
-      for (size_t c = 1; c < values.size(); ++c) sql += ",?";
-      it = inserts.emplace(row.table, Insert(db, (sql + ")").c_str())).first;
+      const Table* table = sqlite_schema::table_named(pages.table_name(row.table));
+      if (!table) throw SqlError{"no table " + pages.table_name(row.table)};
+      it = inserts.emplace(row.table, Insert(db, sqlite_schema::insert_statement(*table, 1, "main."))).first;
     }
     Insert& ins = it->second;
     // A table without an INTEGER PRIMARY KEY gives such a row the next rowid instead.
@@ -840,7 +734,7 @@ Result<ExportStats> export_sqlite(const ExportJob& job, const std::string& out_p
   try {
     exec(db.get(), pragmas.c_str());
     exec(db.get(), "BEGIN");
-    exec(db.get(), kSchema);
+    exec(db.get(), sqlite_schema::create_statements().c_str());
     if (!through_sql) exec(db.get(), "COMMIT");
   } catch (const SqlError& x) {
     // SQLite opens the file lazily: a path it cannot create shows here, at its first write.
@@ -854,7 +748,7 @@ Result<ExportStats> export_sqlite(const ExportJob& job, const std::string& out_p
       // The small tables go to temporary tables of the same names (which hide the main ones)
       // until the pages are written.
       exec(db.get(), "PRAGMA temp.cache_size=-16384");
-      exec(db.get(), temporary_schema().c_str());
+      exec(db.get(), sqlite_schema::create_statements(true).c_str());
       exec(db.get(), "BEGIN");
     }
     write_meta(db.get(), job);
@@ -866,10 +760,10 @@ Result<ExportStats> export_sqlite(const ExportJob& job, const std::string& out_p
       if (!walked) return walked.error();
       if (!sink.error().empty()) return Error{fmt::format("cannot write {}: {}", out_path, sink.error())};
       sink.write_findings();
-      Insert warning(db.get(), "INSERT INTO warnings VALUES (NULL,?)");
-      for (const auto& w : job.report.warnings) warning.t(w).run();
+      RowInsert<rows::warnings> warning(db.get());
+      for (const auto& w : job.report.warnings) warning.add({.id = Cell::null(), .text = w});
       if (job.walk.warnings) {
-        for (const auto& w : *job.walk.warnings) warning.t(w).run();
+        for (const auto& w : *job.walk.warnings) warning.add({.id = Cell::null(), .text = w});
       }
       stats.processes = sink.processes();
       stats.events = sink.events();
@@ -885,8 +779,9 @@ Result<ExportStats> export_sqlite(const ExportJob& job, const std::string& out_p
       pages->finish(roots);
       exec(db.get(), "BEGIN");
       std::string copy;
-      for (const std::string& table : small_tables()) {
-        copy += fmt::format("INSERT INTO main.{0} SELECT * FROM temp.{0}; DROP TABLE temp.{0};", table);
+      for (const Table& table : sqlite_schema::kTables) {
+        if (table.large) continue;
+        copy += fmt::format("INSERT INTO main.{0} SELECT * FROM temp.{0}; DROP TABLE temp.{0};", table.name);
       }
       exec(db.get(), copy.c_str());
       insert_pending(db.get(), *pages);

@@ -2,12 +2,16 @@
 // search storm, of rule fixtures (out of memory, two ranks that chose different plans) and of a
 // run under fault mode holds what `cuprobe dump` and `cuprobe analyze --json` say of the same
 // input; every query docs/sql.md shows runs and answers; a file that cannot be created is named
-// with the reason.
+// with the reason. The database's tables and columns, and docs/sql.md's, are the ones
+// export/sqlite_schema.h declares.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <signal.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -18,9 +22,12 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cuprobe/trace_format.h"
 #include "export/export.h"
+#include "export/sqlite_schema.h"
+#include "trace/reader.h"
 #include "support/run.h"
 
 namespace cuprobe::test {
@@ -463,6 +470,149 @@ TEST(SqliteExport, PagesWrittenDirectlyHoldWhatSqlWrites) {
               0);
     EXPECT_GT(db.count("SELECT count(*) FROM problems WHERE hash IS NOT NULL"), 0);
   }
+}
+
+// The tables and columns of docs/sql.md and of an exported database are the ones
+// export/sqlite_schema.h declares (issue 27: the column order was spelled four times).
+namespace schema = exporter::sqlite_schema;
+
+const std::string kSqlDoc = kRules + "/../docs/sql.md";
+constexpr const char* kBlockStart = "<!-- sqlite_schema.h: ";
+constexpr const char* kBlockEnd = "<!-- end sqlite_schema.h -->";
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// How SQLite stores a column's values (its affinity): the declared type's first word.
+std::string affinity(const schema::Column& c) {
+  std::string type = c.type;
+  return type.substr(0, type.find(' '));
+}
+
+// A table's columns as docs/sql.md shows them, in their order; consecutive columns of the same
+// type and meaning share a line.
+std::string markdown_columns(const schema::Table& t) {
+  std::string out = "| column | type | meaning |\n| --- | --- | --- |\n";
+  for (size_t c = 0; c < t.count;) {
+    size_t end = c + 1;
+    while (end < t.count && std::string(t.columns[end].doc) == t.columns[c].doc &&
+           affinity(t.columns[end]) == affinity(t.columns[c])) {
+      ++end;
+    }
+    std::string names;
+    for (size_t k = c; k < end; ++k) names += fmt::format("{}`{}`", k > c ? ", " : "", t.columns[k].name);
+    out += fmt::format("| {} | {} | {} |\n", names, affinity(t.columns[c]), t.columns[c].doc);
+    c = end;
+  }
+  return out;
+}
+
+// docs/sql.md's generated blocks: the table each names, and where its text starts and ends.
+struct DocBlock {
+  std::string table;
+  size_t begin = 0, end = 0;
+};
+std::vector<DocBlock> doc_blocks(const std::string& doc) {
+  std::vector<DocBlock> out;
+  for (size_t at = doc.find(kBlockStart); at != std::string::npos; at = doc.find(kBlockStart, at + 1)) {
+    size_t name = at + std::strlen(kBlockStart), line_end = doc.find(" -->\n", name);
+    size_t end = doc.find(kBlockEnd, name);
+    if (line_end == std::string::npos || end == std::string::npos) {
+      ADD_FAILURE() << "docs/sql.md: an unterminated block at byte " << at;
+      break;
+    }
+    out.push_back({doc.substr(name, line_end - name), line_end + 5, end});
+  }
+  return out;
+}
+
+std::vector<std::string> declared_tables() {
+  std::vector<std::string> out;
+  for (const schema::Table& t : schema::kTables) out.push_back(t.name);
+  return out;
+}
+
+TEST(SqliteExport, TablesAreTheDeclaredOnes) {
+  std::string path = export_db({kFixtures + "/algo-divergence/fire/rank0.jsonl"}, "sqlite-tables");
+  Db db(path);
+  std::vector<std::string> in_db;
+  for (const auto& r : db.rows("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY rowid")) {
+    in_db.push_back(r[0]);
+  }
+  EXPECT_EQ(in_db, declared_tables());
+  // docs/sql.md: a block per table, each once (in the order the page explains them).
+  std::vector<std::string> documented;
+  for (const DocBlock& b : doc_blocks(read_text(kSqlDoc))) documented.push_back(b.table);
+  std::vector<std::string> sorted_documented = documented, declared = declared_tables();
+  std::sort(sorted_documented.begin(), sorted_documented.end());
+  std::sort(declared.begin(), declared.end());
+  EXPECT_EQ(sorted_documented, declared) << "docs/sql.md documents: " << fmt::format("{}", fmt::join(documented, ", "));
+}
+
+TEST(SqliteExport, DocumentedColumnsAreTheDeclaredOnes) {
+  // The database: each table's columns, their order, types and keys.
+  Db db(export_db({kFixtures + "/algo-divergence/fire/rank0.jsonl"}, "sqlite-columns"));
+  for (const schema::Table& t : schema::kTables) {
+    SCOPED_TRACE(t.name);
+    std::vector<std::vector<std::string>> declared;
+    for (size_t c = 0; c < t.count; ++c) {
+      bool key = std::string(t.columns[c].type).find("PRIMARY KEY") != std::string::npos;
+      declared.push_back({t.columns[c].name, affinity(t.columns[c]), key ? "1" : "0"});
+    }
+    EXPECT_EQ(db.rows(fmt::format("SELECT name, type, pk FROM pragma_table_info('{}')", t.name)), declared);
+  }
+  // processes.trace_state's words are reader.h's (kFileStateNames), each documented.
+  std::string states;
+  for (const schema::Column& c : schema::columns::processes) {
+    if (std::string(c.name) == "trace_state") states = c.doc;
+  }
+  for (const auto& state : reader::kFileStateNames) {
+    EXPECT_NE(states.find(fmt::format("`{}`", state.sqlite)), std::string::npos) << state.sqlite;
+  }
+  // docs/sql.md: each block is the table's generated text.
+  std::string doc = read_text(kSqlDoc), updated = doc;
+  std::vector<DocBlock> blocks = doc_blocks(doc);
+  ASSERT_FALSE(blocks.empty()) << "docs/sql.md has no column block";
+  for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) {
+    const schema::Table* t = schema::table_named(b->table);
+    if (!t) {
+      ADD_FAILURE() << "docs/sql.md documents a table the export does not have: " << b->table;
+      continue;
+    }
+    std::string want = markdown_columns(*t);
+    EXPECT_EQ(doc.substr(b->begin, b->end - b->begin), want)
+        << "docs/sql.md's columns of " << b->table << " are not the declared ones (analyzer/export/sqlite_schema.h); "
+        << "CUPROBE_UPDATE_DOCS=1 rewrites them";
+    updated.replace(b->begin, b->end - b->begin, want);
+  }
+  const char* update = std::getenv("CUPROBE_UPDATE_DOCS");
+  if (update && std::string(update) == "1" && updated != doc) std::ofstream(kSqlDoc, std::ios::trunc) << updated;
+}
+
+// Every value has its column's declared type (or is NULL), on exports of the fixtures that fill
+// most tables: a row filled in the wrong order would put text in an integer column.
+TEST(SqliteExport, ValuesHaveTheirColumnsTypes) {
+  std::vector<std::string> paths = {kFixtures + "/algo-divergence/fire/rank0.jsonl",
+                                    kFixtures + "/algo-divergence/fire/rank1.jsonl"};
+  for (const auto& entry : fs::directory_iterator(kFixtures + "/oom-postmortem/fire")) paths.push_back(entry.path());
+  Db db(export_db(paths, "sqlite-types"));
+  int64_t values = 0;
+  for (const schema::Table& t : schema::kTables) {
+    for (size_t c = 0; c < t.count; ++c) {
+      SCOPED_TRACE(fmt::format("{}.{}", t.name, t.columns[c].name));
+      std::string type = affinity(t.columns[c]);
+      std::transform(type.begin(), type.end(), type.begin(), [](char ch) { return char(std::tolower(ch)); });
+      EXPECT_EQ(db.count(fmt::format("SELECT count(*) FROM {} WHERE typeof({}) NOT IN ('null', '{}')", t.name,
+                                     t.columns[c].name, type)),
+                0);
+      values += db.count(fmt::format("SELECT count({}) FROM {}", t.columns[c].name, t.name));
+    }
+  }
+  EXPECT_GT(values, 1000);
 }
 
 TEST(SqliteExport, NamesTheFileItCannotCreate) {
