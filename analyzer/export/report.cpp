@@ -362,6 +362,8 @@ class ReportSink : public TimelineSink {
     return p.second.empty() ? fmt::format("engine {}", p.first) : fmt::format("engine {} ({})", p.first, p.second);
   }
 
+  // The page's data, step by step; `stats` gets what was aggregated or left out, in words, in the
+  // order the page's sections come.
   json build(ExportStats& stats) {
     json d;
     d["version"] = 1;
@@ -369,7 +371,28 @@ class ReportSink : public TimelineSink {
     d["warnings"] = report_.warnings;
     d["bucket_s"] = double(grid_.width_ns()) / 1e9;
     uint64_t items = 0;
+    d["processes"] = processes_json();
+    size_t evidence_cut = 0, lines_cut = 0;
+    json findings = findings_json(evidence_cut, lines_cut);
+    d["findings"] = findings;
+    d["memory"] = memory_json(stats, items);
+    d["searches"] = searches_json(stats, items);
+    d["divergence"] = divergence_json(stats, items);
+    d["faults"] = faults_json(items);
+    if (evidence_cut > 0) {
+      stats.aggregated.push_back(
+          fmt::format("findings: {} list{} in the evidence cut to their first {} entries (cuprobe analyze --json has all)",
+                      evidence_cut, evidence_cut == 1 ? "" : "s", kMaxEvidence));
+    }
+    if (lines_cut > 0) {
+      stats.aggregated.push_back(fmt::format("findings: problem and call-site lists cut to their first {}", kMaxLines));
+    }
+    stats.items = items + findings.size();
+    d["aggregated"] = stats.aggregated;
+    return d;
+  }
 
+  json processes_json() const {
     json procs = json::array();
     for (const ProcessRow& r : rows_) {
       procs.push_back({{"pid", r.pid}, {"rank", r.rank}, {"host", r.host}, {"label", r.label},
@@ -377,10 +400,12 @@ class ReportSink : public TimelineSink {
                        {"first_s", r.events ? grid_.seconds(r.first_wall) : 0.0},
                        {"last_s", r.events ? grid_.seconds(r.last_wall) : 0.0}});
     }
-    d["processes"] = procs;
+    return procs;
+  }
 
-    // Findings, in the analysis's order.
-    size_t evidence_cut = 0, lines_cut = 0;
+  // Findings, in the analysis's order; long evidence lists and problem or call-site lists cut
+  // (counted in `evidence_cut`, `lines_cut`).
+  json findings_json(size_t& evidence_cut, size_t& lines_cut) const {
     json findings = json::array();
     for (const analysis::Finding& f : report_.findings) {
       json pids = json::array();
@@ -392,9 +417,12 @@ class ReportSink : public TimelineSink {
                           {"call_sites", first_lines(f.call_sites, lines_cut)}, {"pids", pids},
                           {"evidence", trim(f.evidence, evidence_cut)}});
     }
-    d["findings"] = findings;
+    return findings;
+  }
 
-    // Memory.
+  // A memory chart per process and device: each time bucket's peak with the owners at that
+  // moment, and its last value; the failed allocations.
+  json memory_json(ExportStats& stats, uint64_t& items) const {
     json charts = json::array();
     uint64_t buckets = 0, ooms_left = 0;
     for (const MemChart& c : charts_) {
@@ -421,20 +449,21 @@ class ReportSink : public TimelineSink {
                         {"max", c.peak}, {"max_t", c.peak_t}, {"samples", c.samples}, {"ooms", ooms},
                         {"ooms_total", c.ooms_total}});
     }
-    d["memory"] = charts;
-    std::string width = duration_text(grid_.width_ns());
     if (samples_ > buckets) {
       stats.aggregated.push_back(fmt::format(
           "device memory: {} changes drawn as {} time buckets of {} (per process and device: each bucket's peak, "
           "with the owners at that moment, and its last value)",
-          samples_, buckets, width));
+          samples_, buckets, duration_text(grid_.width_ns())));
     }
     if (ooms_left > 0) {
       stats.aggregated.push_back(
           fmt::format("failed allocations: the first {} per chart are marked; {} more are not", kMaxRows, ooms_left));
     }
+    return charts;
+  }
 
-    // Plan searches against steps.
+  // A lane per process of plan searches against its steps.
+  json searches_json(ExportStats& stats, uint64_t& items) const {
     json lanes = json::array();
     uint64_t search_points = 0;
     std::vector<std::string> thinned;
@@ -452,34 +481,48 @@ class ReportSink : public TimelineSink {
       json steps = json::array();
       for (size_t s = 0; s < l.steps.size(); s += std::max<size_t>(every, 1)) steps.push_back(grid_.seconds(l.steps[s]));
       if (every > 1) thinned.push_back(fmt::format("{} ({} steps: every {}th drawn)", rows_[i].label, l.steps.size(), every));
-      // Searches by step: before the first step, in the first, in later ones; the last step that searched.
-      uint64_t later = 0, steps_with = 0;
-      int64_t last_step = -1;
-      for (size_t s = 2; s < l.per_step.size(); ++s) {
-        later += l.per_step[s];
-        if (l.per_step[s]) {
-          ++steps_with;
-          last_step = int64_t(s) - 1;
-        }
-      }
-      lanes.push_back({{"process", i}, {"k", ks}, {"benchmark", bench}, {"heuristic", heur}, {"steps", steps},
-                       {"steps_total", l.steps.size()}, {"steps_every", std::max<size_t>(every, 1)},
-                       {"searches_benchmark", l.benchmark}, {"searches_heuristic", l.heuristic},
-                       {"incomplete", l.incomplete}, {"before_first_step", l.per_step[0]},
-                       {"in_first_step", l.per_step.size() > 1 ? l.per_step[1] : 0}, {"in_later_steps", later},
-                       {"later_steps_with_searches", steps_with}, {"last_step_with_search", last_step}});
+      json lane = {{"process", i}, {"k", ks}, {"benchmark", bench}, {"heuristic", heur}, {"steps", steps},
+                   {"steps_total", l.steps.size()}, {"steps_every", std::max<size_t>(every, 1)},
+                   {"searches_benchmark", l.benchmark}, {"searches_heuristic", l.heuristic},
+                   {"incomplete", l.incomplete}};
+      add_searches_by_step(l, lane);
+      lanes.push_back(std::move(lane));
       items += l.counts.size();
     }
-    d["searches"] = lanes;
     if (searches_ > search_points && search_points > 0) {
-      stats.aggregated.push_back(
-          fmt::format("plan searches: {} searches counted per time bucket of {} ({} bars)", searches_, width, search_points));
+      stats.aggregated.push_back(fmt::format("plan searches: {} searches counted per time bucket of {} ({} bars)",
+                                             searches_, duration_text(grid_.width_ns()), search_points));
     }
     for (const auto& t : thinned) stats.aggregated.push_back("step starts of " + t);
+    return lanes;
+  }
 
-    // Problems that got different plans on different processes.
-    std::map<uint64_t, std::vector<std::pair<size_t, Plan>>> chosen;
+  // A lane's searches by step: before the first step, in the first, in later ones; the last step
+  // that searched.
+  static void add_searches_by_step(const Lane& l, json& lane) {
+    uint64_t later = 0, steps_with = 0;
+    int64_t last_step = -1;
+    for (size_t s = 2; s < l.per_step.size(); ++s) {
+      later += l.per_step[s];
+      if (l.per_step[s]) {
+        ++steps_with;
+        last_step = int64_t(s) - 1;
+      }
+    }
+    lane["before_first_step"] = l.per_step[0];
+    lane["in_first_step"] = l.per_step.size() > 1 ? l.per_step[1] : 0;
+    lane["in_later_steps"] = later;
+    lane["later_steps_with_searches"] = steps_with;
+    lane["last_step_with_search"] = last_step;
+  }
+
+  // The plan each process worked with, per problem: the one it ran most, else its search's winner.
+  struct ChosenPlans {
+    std::map<uint64_t, std::vector<std::pair<size_t, Plan>>> by_problem;  // hash -> (process, plan)
     std::map<uint64_t, bool> backend;
+  };
+  ChosenPlans chosen_plans() const {
+    ChosenPlans out;
     for (size_t i = 0; i < uses_.size(); ++i) {
       for (const auto& [hash, u] : uses_[i]) {
         Plan p;
@@ -491,13 +534,19 @@ class ReportSink : public TimelineSink {
         } else {
           continue;
         }
-        chosen[hash].emplace_back(i, p);
-        backend[hash] = u.backend;
+        out.by_problem[hash].emplace_back(i, p);
+        out.backend[hash] = u.backend;
       }
     }
+    return out;
+  }
+
+  // Problems that got different plans on different processes, those with the most plans first.
+  json divergence_json(ExportStats& stats, uint64_t& items) {
+    ChosenPlans chosen = chosen_plans();
     std::vector<json> rows;
     uint64_t compared = 0;
-    for (const auto& [hash, list] : chosen) {
+    for (const auto& [hash, list] : chosen.by_problem) {
       if (list.size() < 2) continue;
       ++compared;
       std::map<Plan, std::vector<size_t>> groups;
@@ -506,7 +555,7 @@ class ReportSink : public TimelineSink {
       std::vector<std::pair<Plan, std::vector<size_t>>> g(groups.begin(), groups.end());
       std::stable_sort(g.begin(), g.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
       json plans = json::array();
-      for (const auto& [p, who] : g) plans.push_back({{"plan", plan_text(p, backend[hash])}, {"processes", who}});
+      for (const auto& [p, who] : g) plans.push_back({{"plan", plan_text(p, chosen.backend[hash])}, {"processes", who}});
       rows.push_back({{"problem", problems_[hash]}, {"plans", plans}, {"processes", list.size()}});
     }
     std::stable_sort(rows.begin(), rows.end(),
@@ -514,11 +563,13 @@ class ReportSink : public TimelineSink {
     json div = {{"compared", compared}, {"diverging", rows.size()}, {"rows", json::array()}};
     for (size_t i = 0; i < rows.size() && i < kMaxRows; ++i) div["rows"].push_back(std::move(rows[i]));
     items += div["rows"].size();
-    d["divergence"] = div;
     if (rows.size() > kMaxRows) {
       stats.aggregated.push_back(fmt::format("plan divergence: the first {} of {} problems are listed", kMaxRows, rows.size()));
     }
+    return div;
+  }
 
+  json faults_json(uint64_t& items) const {
     json faults = json::array();
     for (const auto& [key, c] : faults_) {
       const auto& [rule, api, ret] = key;
@@ -526,19 +577,7 @@ class ReportSink : public TimelineSink {
                         {"first_s", c.first}, {"last_s", c.last}});
     }
     items += faults.size();
-    d["faults"] = faults;
-
-    if (evidence_cut > 0) {
-      stats.aggregated.push_back(
-          fmt::format("findings: {} list{} in the evidence cut to their first {} entries (cuprobe analyze --json has all)",
-                      evidence_cut, evidence_cut == 1 ? "" : "s", kMaxEvidence));
-    }
-    if (lines_cut > 0) {
-      stats.aggregated.push_back(fmt::format("findings: problem and call-site lists cut to their first {}", kMaxLines));
-    }
-    stats.items = items + findings.size();
-    d["aggregated"] = stats.aggregated;
-    return d;
+    return faults;
   }
 
   // JSON that is safe inside a <script> element: no "</script>" or "<!--" can end or change it
