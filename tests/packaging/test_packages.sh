@@ -12,6 +12,8 @@
 #   - shipped binaries carry no debug information, and the debug packages hold it for exactly
 #     their build ids.
 set -euo pipefail
+# Under pipefail a `producer | grep -q` fails when grep exits at its first match and the producer,
+# still writing, dies of SIGPIPE: outputs are captured first, then searched (`<<<`).
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="$(cd "${1:?usage: test_packages.sh BUILD_DIR}" && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/cuprobe-packages.XXXXXX")"
@@ -55,7 +57,9 @@ check_stripped() {
   local dir="$1" f
   for f in "$dir/bin/cuprobe" "$dir/lib/cuprobe/libcuprobe.so"; do
     [ -f "$f" ] || fail "$f missing"
-    if readelf -S "$f" | grep -q '\.debug_info'; then fail "$f is not stripped"; fi
+    local sections
+    sections="$(readelf -S "$f")"
+    if grep -q '\.debug_info' <<<"$sections"; then fail "$f is not stripped"; fi
     local id
     id="$(readelf -n "$f" | sed -n 's/.*Build ID: //p')"
     [ -n "$id" ] || fail "$f has no build id"
@@ -70,7 +74,8 @@ echo "== wheel: $(basename "$whl")"
   cd "$work"
   export PATH="$work/venv/bin:$PATH"
   [ "$(command -v cuprobe)" = "$work/venv/bin/cuprobe" ] || fail "pip did not put cuprobe on the venv's PATH"
-  cuprobe --version | grep -q '^cuprobe ' || fail "cuprobe --version"
+  version="$(cuprobe --version)"
+  grep -q '^cuprobe ' <<<"$version" || fail "cuprobe --version"
   [ "$(python -m cuprobe --version)" = "$(cuprobe --version)" ] || fail "python -m cuprobe differs from cuprobe"
   shim="$(cuprobe --shim-path)"
   case "$shim" in "$work"/venv/lib/python3*/site-packages/cuprobe/*) ;; *) fail "the wheel's shim is at $shim" ;; esac
@@ -107,10 +112,12 @@ for p in ./usr/bin/cuprobe ./usr/lib/cuprobe/libcuprobe.so ./usr/share/cuprobe/r
 done
 if grep -q '^\./usr/lib/debug' <<<"$contents"; then fail "the .deb carries debug information (it belongs in -dbgsym)"; fi
 if grep -q 'fixtures' <<<"$contents"; then fail "the .deb carries the rules' test fixtures"; fi
-dpkg-deb -f "$deb" Depends | grep -Eq '^libc6 \(>= 2\.([0-9]|1[0-9]|2[0-8])(\.[0-9]+)?\)$' ||
-  fail "the .deb's dependency is '$(dpkg-deb -f "$deb" Depends)', not libc6 (>= 2.28 or older)"
-dpkg-deb -f "$deb" Description | grep -q 'errors; `cuprobe analyze` explains' ||
-  fail "the .deb's description lost its text: $(dpkg-deb -f "$deb" Description | tr '\n' ' ')"
+depends="$(dpkg-deb -f "$deb" Depends)"
+grep -Eq '^libc6 \(>= 2\.([0-9]|1[0-9]|2[0-8])(\.[0-9]+)?\)$' <<<"$depends" ||
+  fail "the .deb's dependency is '$depends', not libc6 (>= 2.28 or older)"
+description="$(dpkg-deb -f "$deb" Description)"
+grep -q 'errors; `cuprobe analyze` explains' <<<"$description" ||
+  fail "the .deb's description lost its text: $(tr '\n' ' ' <<<"$description")"
 dpkg-deb -x "$deb" "$work/debroot"
 ids="$(check_stripped "$work/debroot/usr")"
 dpkg-deb -x "$dbg" "$work/dbgroot"
