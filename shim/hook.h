@@ -1,12 +1,79 @@
-// The body every generated wrapper shares: find the real function, pass through when the
-// guard is held or tracing is off, otherwise time the real call and write one CallRecord whose
-// argument fields the API's Capture<> specialization fills in.
+// The body every generated wrapper shares (Interceptor<>::call) and the points where each library
+// and each API plug into it: find the real function, pass through when the guard is held or tracing
+// is off, otherwise (fault plan and plan pinning permitting) time the real call and write one
+// CallRecord whose argument fields the API's Capture<> specialization fills in.
 //
-// Manners: the real call always happens, unless a fault plan the user gave replaces it
-// (faults.h); nothing here allocates, locks or logs once the thread has a chunk (stacks and the
-// memory cap, taken only on the calls they are asked for, are the exceptions: stacks.h,
-// faults.h); a missing real function returns the library's own error code, is counted, and
-// never crashes.
+// Manners: the real call always happens, unless a fault plan the user gave replaces it (faults.h)
+// or plan pinning answers it (plan_pins.h); nothing here allocates, locks or logs once the thread
+// has a chunk (stacks and the memory cap, taken only on the calls they are asked for, are the
+// exceptions: stacks.h, faults.h); a missing real function returns the library's own error code,
+// is counted, and never crashes.
+//
+// ---- Adding an interceptor ----------------------------------------------------------------------
+// 1. One X(...) line in the library's list, schema/cuprobe/hooks/<library>_hooks.h: return type,
+//    exported name, the function whose vendor declaration it must match, (parameters), (arguments),
+//    role flags (trace::ApiFlags without "kApi": DeviceAlloc, Faultable, Counted, Quiet, ...). The
+//    exported wrapper (<library>_wrappers.cpp: CUPROBE_WRAPPER_BODY, with a static_assert against
+//    the vendor header), the ApiId, the real-function slot, the trace's ApiInfo record and the test
+//    double (tests/doubles/) all follow from it.
+// 2. What the call records: a Capture<ApiId::sig> specialization beside the others
+//    (capture_<library>.h). kFields names the argument fields, "name:type,..." (types in
+//    trace_format.h); after(CallWriter&, ret, args...) writes them in that order, reading outputs
+//    only when the call succeeded. Without one the call records no argument fields. A capture with a
+//    field of type q, k or r (a problem, knob set or results it interns) may write records of its
+//    own: step 8a runs it before the call's record is reserved.
+// 3. Faultable (flag Faultable): rules see the size, problem, engine or algo fields of the capture
+//    run as if the call had failed (FaultProbe, below); a capture with side effects beyond its
+//    fields needs a FaultProbe of its own.
+// 4. Taking part in plan pinning: a Steer<ApiId::sig> specialization (capture_cudnn.h, plan_pins.h).
+// 5. A new library: LibraryTraits<Library> (the missing-function error, success, the event's
+//    device, what its first event records) and a <library>_wrappers.cpp expanding its list.
+// 6. A shim test: a program in tests/programs/ run under the shim against the double
+//    (tests/shim/), its calls read back with `cuprobe dump`.
+//
+// ---- What a call goes through, in this order (Interceptor<>::call) -----------------------------
+//  0. An allocation wrapper notes its return address first (CUPROBE_WRAPPER_BODY): captures name
+//     the module that asked for the memory.
+//  1. find      The real function, resolved once (resolve.h). Missing: the library's own error,
+//               counted and recorded (missing()); a null pointer is never called.
+//  2. count     Counted APIs (kernel launches, stream and event queries, ...): on a set-up thread,
+//               one add to the chunk's counter and the call is forwarded; no guard, no event
+//               (count_only).
+//  3. enter     A thread not yet set up is set up; a thread inside a hooked call (the guard: the
+//               shim's own calls and those a real function makes), or one of a process that does
+//               not trace, passes straight through. From here to the return the thread is busy
+//               (kThreadBusy) and every return goes through leave().
+//  4. faults    With a plan or a memory cap in force (one flag otherwise): the call is described and
+//               the rules asked; one that fires replaces it. Nothing runs, output pointers are left
+//               as a genuine failure leaves them, the runtime's error is remembered for
+//               cudaGetLastError, the call is recorded with its fault word, an alert is said
+//               (inject). The cap, asked after the rules, may instead set aside the bytes of an
+//               allocation it lets through (hit.cap_device), settled in 8b.
+//  5. steer     Plan pinning, only for a call no rule replaced: Steer::before may answer it itself
+//               (a failed-fast candidate, a pinned heuristics answer), recorded with the answer's
+//               own duration and a fault word naming kPinFaultRule (steer_before).
+//  6. call      The real function, exactly once, timed; t.inflight_api names it meanwhile for a
+//               crash record.
+//  7. settle    What the application gets is made final before anything reads it: the runtime's
+//               last error with an injected one folded in; a memory query shrunk to the memory cap.
+//               The record shows what the application saw (final_result).
+//  8. record    write(), in its own steps:
+//               a. keep    Which stream (docs/flight-recorder.md), decided before reserving, since
+//                          the reservation is in that stream (decide_keep). Outside the capture
+//                          window a routine call is counted, not written. A capture that writes
+//                          records runs first, into scratch, so that its records precede the call's
+//                          and it may ask for the call to be kept; the others write in place.
+//               b. cap     The memory cap's bookkeeping for every allocation and free, written or
+//                          not (cap_bookkeeping).
+//               c. quiet   A quiet API's successful call is counted; its reserved room is never
+//                          committed, so no reader sees it.
+//               d. device  The library's first-event hook; the event's device; a device or runtime
+//                          seen for the first time gets its process records.
+//               e. commit  Tail words (stream, long duration, fault word, stack id), the header, one
+//                          release store (finish): nothing of the record is visible before it.
+//               f. after   Device allocations: a memory sample may follow; a genuine failure
+//                          raises an alert (after_allocation).
+//  9. steer     Steer::after sees the call's result once its record is written.
 #pragma once
 
 #include <stdint.h>
@@ -188,79 +255,113 @@ struct Interceptor<kApi, Ret (*)(A...)> {
   static constexpr bool kKeepClass = (kInfo.flags & kKeptApiFlags) != 0;
   static constexpr bool kOpensSelection = (kInfo.flags & kSelectionApiFlags) != 0;
 
+  // The steps are those of the list at the top of this file.
   static Ret call(A... a) {
     using Fn = Ret (*)(A...);
-    auto real = reinterpret_cast<Fn>(real_function(kApi));
+    auto real = reinterpret_cast<Fn>(real_function(kApi));  // 1. find
     ThreadState& t = t_state;
     if (__builtin_expect(real == nullptr, 0)) return missing(t);
     if constexpr (kCounted) {
-      constexpr int kSlot = count_slot(kApi);
-      if (__builtin_expect(t.mode == kThreadReady && t.counts != nullptr && t.device >= 0, 1)) {
-        uint64_t* c = t.counts + kSlot * (trace::kCountDevices + 1);
-        __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
-        return real(a...);
-      }
-      if (!g_launch_events || t.mode == kThreadBusy) {
-        count_slow(t, kSlot);
-        return real(a...);
-      }
+      if (count_only(t)) return real(a...);  // 2. count
     }
-    if (__builtin_expect(t.mode != kThreadReady, 0)) {
-      if (t.mode != kThreadUnset || thread_setup(t) != kThreadReady) return real(a...);
-    }
-    t.mode = kThreadBusy;
+    if (!enter(t)) return real(a...);  // 3. enter: pass through
     FaultHit hit;
-    if constexpr (kFaultable) {
-      if (__builtin_expect(g_faults_on, 0)) {
-        FaultCtx c;
-        c.cap_checked = kDeviceAlloc;
-        describe(t, c, a...);
-        if (fault_decide(kApi, kInfo.library, c, &hit)) {
-          // Replaces the call: nothing runs, nothing is allocated.
-          Ret ret = Ret(hit.code);
-          if constexpr (kCudart) t.injected_error = hit.code;
-          if constexpr (kDeviceAlloc || (kInfo.flags & trace::kApiHostAlloc) != 0) clear_allocation(a...);
-          write(t, ret, now_ticks(), 0, &hit, a...);
-          alert_fault_injected(kApi, hit);
-          t.mode = kThreadReady;
-          return ret;
-        }
-      }
+    Ret answer{};
+    if constexpr (kFaultable) {  // 4. faults
+      if (__builtin_expect(g_faults_on, 0) && inject(t, &hit, &answer, a...)) return leave(t, answer);
     }
-    if constexpr (Steer<kSig>::kOn) {
-      if (__builtin_expect(g_pins_on, 0) && hit.rule < 0) {
-        Ret r{};
-        uint64_t asked = now_ticks();
-        if (Steer<kSig>::before(t, &r, &hit, a...)) {
-          // The call's duration is what the shim's answer took (a failed-fast candidate: next to
-          // nothing; an answered heuristics query: building the pinned configuration).
-          write(t, r, asked, now_ticks() - asked, &hit, a...);
-          t.mode = kThreadReady;
-          return r;
-        }
-      }
+    if constexpr (Steer<kSig>::kOn) {  // 5. steer
+      if (__builtin_expect(g_pins_on, 0) && steer_before(t, &hit, &answer, a...)) return leave(t, answer);
     }
-    t.inflight_api = uint16_t(kApi);
+    t.inflight_api = uint16_t(kApi);  // 6. call
     uint64_t start = now_ticks();
     t.inflight_start = start;
     Ret ret = real(a...);
     uint64_t end = now_ticks();
     t.inflight_api = trace::kNoApi;
+    ret = final_result(t, ret, a...);  // 7. settle
+    write(t, ret, start, end - start, &hit, a...);  // 8. record
+    if constexpr (Steer<kSig>::kOn) {
+      if (__builtin_expect(g_pins_on, 0)) Steer<kSig>::after(t, ret, a...);  // 9. steer
+    }
+    return leave(t, ret);
+  }
+
+ private:
+  // 2. count: true when the call is only counted and forwarded. Off the fast path (a thread not set
+  // up, its device unknown) count_slow sets it up; with CUPROBE_LAUNCH_EVENTS=1 the call goes on to
+  // be recorded as an event, unless the thread is inside another hooked call.
+  [[gnu::always_inline]] static bool count_only(ThreadState& t) {
+    constexpr int kSlot = count_slot(kApi);
+    if (__builtin_expect(t.mode == kThreadReady && t.counts != nullptr && t.device >= 0, 1)) {
+      uint64_t* c = t.counts + kSlot * (trace::kCountDevices + 1);
+      __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
+      return true;
+    }
+    if (!g_launch_events || t.mode == kThreadBusy) {
+      count_slow(t, kSlot);
+      return true;
+    }
+    return false;
+  }
+
+  // 3. enter: false when the call passes straight through. Otherwise the thread is busy (its guard
+  // held) until leave().
+  [[gnu::always_inline]] static bool enter(ThreadState& t) {
+    if (__builtin_expect(t.mode != kThreadReady, 0)) {
+      if (t.mode != kThreadUnset || thread_setup(t) != kThreadReady) return false;
+    }
+    t.mode = kThreadBusy;
+    return true;
+  }
+  [[gnu::always_inline]] static Ret leave(ThreadState& t, Ret ret) {
+    t.mode = kThreadReady;
+    return ret;
+  }
+
+  // 4. faults: true when a rule replaces the call; *answer is then what the caller gets, recorded.
+  // When the memory cap let an allocation through, hit->cap_device says where its bytes are held.
+  [[gnu::always_inline]] static bool inject(ThreadState& t, FaultHit* hit, Ret* answer, A... a) {
+    FaultCtx c;
+    c.cap_checked = kDeviceAlloc;
+    describe(t, c, a...);
+    if (!fault_decide(kApi, kInfo.library, c, hit)) return false;
+    // Replaces the call: nothing runs, nothing is allocated.
+    *answer = Ret(hit->code);
+    if constexpr (kCudart) t.injected_error = hit->code;
+    if constexpr (kDeviceAlloc || (kInfo.flags & trace::kApiHostAlloc) != 0) clear_allocation(a...);
+    write(t, *answer, now_ticks(), 0, hit, a...);
+    alert_fault_injected(kApi, *hit);
+    return true;
+  }
+
+  // 5. steer: true when plan pinning answered the call itself (*answer, recorded). A call a rule
+  // replaced returned in step 4 already; the check says so where it matters.
+  [[gnu::always_inline]] static bool steer_before(ThreadState& t, FaultHit* hit, Ret* answer, A... a) {
+    if (hit->rule >= 0) return false;
+    Ret r{};
+    uint64_t asked = now_ticks();
+    if (!Steer<kSig>::before(t, &r, hit, a...)) return false;
+    // The call's duration is what the shim's answer took (a failed-fast candidate: next to
+    // nothing; an answered heuristics query: building the pinned configuration).
+    write(t, r, asked, now_ticks() - asked, hit, a...);
+    *answer = r;
+    return true;
+  }
+
+  // 7. settle: the result and outputs the application gets, before the capture reads them.
+  [[gnu::always_inline]] static Ret final_result(ThreadState& t, Ret ret, A... a) {
     if constexpr (kCudart) {
       if (__builtin_expect(t.injected_error != 0, 0)) ret = last_error(t, ret);
     }
     if constexpr ((kInfo.flags & trace::kApiMemInfo) != 0) {
       if (g_cap_on && Traits::ok(ret)) cap_adjust_meminfo(Traits::device(t), a...);
+    } else {
+      ((void)a, ...);
     }
-    write(t, ret, start, end - start, &hit, a...);
-    if constexpr (Steer<kSig>::kOn) {
-      if (__builtin_expect(g_pins_on, 0)) Steer<kSig>::after(t, ret, a...);
-    }
-    t.mode = kThreadReady;
     return ret;
   }
 
- private:
   // What a fault rule may ask about this call (FaultProbe, above).
   static void describe(ThreadState& t, FaultCtx& c, A... a) {
     if constexpr (FaultProbe<kSig>::kFromCapture) {
@@ -358,12 +459,13 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     return reinterpret_cast<trace::CallRecord*>(p);
   }
 
+  // 8. record: the call's record, in the steps a-f of the list at the top of this file.
   static void write(ThreadState& t, Ret ret, uint64_t start, uint64_t dur, const FaultHit* fault, A... a) {
     uint64_t scratch[kArgs + 4];
     trace::CallRecord* rec = nullptr;
     bool keep = false;
     bool skip = false;  // outside the capture window: counted, not written
-    if constexpr (!kWritesRecords) {
+    if constexpr (!kWritesRecords) {  // a. keep, then reserve and capture in place
       keep = decide_keep(t, ret, fault, nullptr);
       skip = !keep && outside_window(start);
       if (!skip) rec = reserve_record(t, keep);
@@ -371,7 +473,7 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     uint64_t* tail = rec ? rec->tail : scratch;
     CallWriter w(t, tail);
     Cap::after(w, ret, a...);
-    if constexpr (kWritesRecords) {
+    if constexpr (kWritesRecords) {  // a. capture first (its records precede), then keep and reserve
       keep = decide_keep(t, ret, fault, &w);
       skip = !keep && outside_window(start);
       if (!skip && (rec = reserve_record(t, keep)) != nullptr) {
@@ -379,15 +481,8 @@ struct Interceptor<kApi, Ret (*)(A...)> {
         tail = rec->tail;
       }
     }
-    if constexpr (kDeviceAlloc && kPtrField >= 0 && kSizeField >= 0) {
-      if (fault->cap_device >= 0) {
-        cap_settle(*fault, tail[kSizeField], Traits::ok(ret), reinterpret_cast<const void*>(uintptr_t(tail[kPtrField])));
-      }
-    }
-    if constexpr (kDeviceFree && kPtrField >= 0) {
-      if (g_cap_on && Traits::ok(ret)) cap_note_free(reinterpret_cast<const void*>(uintptr_t(tail[kPtrField])));
-    }
-    if constexpr (kQuiet) {
+    cap_bookkeeping(ret, fault, tail);  // b.
+    if constexpr (kQuiet) {  // c.
       if (Traits::ok(ret) && !w.emit_requested()) {
         if (t.chunk != nullptr) {
           uint64_t* c = &t.chunk->quiet_counts[count_slot(kApi)];
@@ -396,7 +491,7 @@ struct Interceptor<kApi, Ret (*)(A...)> {
         return;
       }
     }
-    Traits::on_event();
+    Traits::on_event();  // d.
     int device = w.device_override() != CallWriter::kNoOverride ? w.device_override() : Traits::device(t);
     if constexpr ((kInfo.flags & trace::kApiInitsDevice) != 0) {
       if (Traits::ok(ret) && device >= 0) {
@@ -405,8 +500,28 @@ struct Interceptor<kApi, Ret (*)(A...)> {
       }
     }
     if (__builtin_expect(skip, 0)) note_outside_window(t);
-    finish(t, rec, w, ret, start, dur, fault, device, tail, keep);
-    // Injected failures are not the device's: only genuine ones ask for a sample at once.
+    finish(t, rec, w, ret, start, dur, fault, device, tail, keep);  // e.
+    after_allocation(t, ret, fault, device, tail);  // f.
+  }
+
+  // 8b. The memory cap sees every allocation's outcome (the bytes it set aside are kept for the
+  // pointer, or given back) and every free, whether or not their records are written.
+  [[gnu::always_inline]] static void cap_bookkeeping(Ret ret, const FaultHit* fault, const uint64_t* tail) {
+    if constexpr (kDeviceAlloc && kPtrField >= 0 && kSizeField >= 0) {
+      if (fault->cap_device >= 0) {
+        const void* ptr = reinterpret_cast<const void*>(uintptr_t(tail[kPtrField]));
+        cap_settle(*fault, tail[kSizeField], Traits::ok(ret), ptr);
+      }
+    }
+    if constexpr (kDeviceFree && kPtrField >= 0) {
+      if (g_cap_on && Traits::ok(ret)) cap_note_free(reinterpret_cast<const void*>(uintptr_t(tail[kPtrField])));
+    }
+    (void)ret, (void)fault, (void)tail;
+  }
+
+  // 8f. Injected failures are not the device's: only genuine ones ask for a sample at once.
+  [[gnu::always_inline]] static void after_allocation(ThreadState& t, Ret ret, const FaultHit* fault, int device,
+                                                      const uint64_t* tail) {
     if constexpr (kDeviceAlloc) {
       bool failed = !Traits::ok(ret) && fault->rule < 0;
       maybe_sample_memory(t, device, failed, kInfo.library == trace::Library::kDriver);
@@ -414,6 +529,7 @@ struct Interceptor<kApi, Ret (*)(A...)> {
         if (__builtin_expect(failed, 0)) alert_allocation_failed(kApi, tail[kSizeField], device, int(ret));
       }
     }
+    (void)t, (void)ret, (void)fault, (void)device, (void)tail;
   }
 
   static void finish(ThreadState& t, trace::CallRecord* rec, CallWriter& w, Ret ret, uint64_t start, uint64_t dur,
