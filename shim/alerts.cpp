@@ -1,5 +1,5 @@
 // Live alerts: see alerts.h. Everything here runs on rare events (a failed allocation, an
-// injected fault, a cuDNN problem seen for the first time), under one mutex that nothing on a hot
+// injected fault, a cuDNN problem seen for the first time), under one lock that nothing on a hot
 // path takes; a line is formatted on the stack and written with one write(2).
 //
 // The storm rule, checked at each new problem: at least CUPROBE_ALERTS_STORM_S seconds (default
@@ -27,6 +27,8 @@
 #include "clock.h"
 #include "env_config.h"
 #include "faults.h"
+#include "fork.h"
+#include "lock_order.h"
 #include "process_info.h"
 #include "recorder.h"
 #include "safe_files.h"
@@ -41,7 +43,6 @@ enum Kind { kOom, kAllocFailed, kFault, kStorm, kKinds };
 constexpr uint64_t kQuietNs[kKinds] = {10'000'000'000ull, 10'000'000'000ull, 10'000'000'000ull, 60'000'000'000ull};
 constexpr int kMaxLines = 50;
 
-pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
 bool g_on = true;
 int g_fd = 2;
 char g_file[4096];  // file:PATH, opened at the first line
@@ -96,11 +97,11 @@ void write_line(const char* line, size_t len) {
 // kind spoke less than its quiet time ago (then the event is held and counted).
 void emit(Kind kind, const char* text) {
   uint64_t now = mono_ns();
-  pthread_mutex_lock(&g_mutex);
+  shim_lock(LockRank::kAlerts);
   bool speak = g_on && g_lines < kMaxLines && (g_last_ns[kind] == 0 || now - g_last_ns[kind] >= kQuietNs[kind]);
   if (!speak) {
     ++g_held[kind];
-    pthread_mutex_unlock(&g_mutex);
+    shim_unlock(LockRank::kAlerts);
     return;
   }
   char id[160], held[96] = "";
@@ -120,7 +121,7 @@ void emit(Kind kind, const char* text) {
   g_last_ns[kind] = now;
   g_held[kind] = 0;
   ++g_lines;
-  pthread_mutex_unlock(&g_mutex);
+  shim_unlock(LockRank::kAlerts);
 }
 
 // "20.00 GiB", "512.0 MiB", "4096 bytes".
@@ -155,15 +156,19 @@ void alerts_configure() {
   if (g_storm_min_new == 0) g_storm_min_new = 1;
 }
 
+namespace {
+
+// The child's alerts are its own: nothing held, no problem seen yet (its problem table is new).
 void alerts_after_fork() {
-  // The child's alerts are its own: nothing held, no problem seen yet (its problem table is new).
-  pthread_mutex_init(&g_mutex, nullptr);
   memset(g_last_ns, 0, sizeof g_last_ns);
   memset(g_held, 0, sizeof g_held);
   g_lines = 0;
   g_first_problem_ns = 0;
   g_problems = 0;
 }
+CUPROBE_FORK_CHILD_RESET(alerts_after_fork);
+
+}  // namespace
 
 void alert_torch_oom(int64_t size, uint64_t total_allocated, uint64_t total_reserved, int device) {
   char req[32], alloc[32], reserved[32], text[512];
@@ -201,7 +206,7 @@ void alert_fault_injected(ApiId api, const FaultHit& hit) {
 
 void alert_new_problem() {
   uint64_t now = mono_ns();
-  pthread_mutex_lock(&g_mutex);
+  shim_lock(LockRank::kAlerts);
   if (g_problems == 0) g_first_problem_ns = now;
   g_problem_ns[g_problems % kRing] = now;
   uint64_t total = ++g_problems;
@@ -214,7 +219,7 @@ void alert_new_problem() {
     for (uint64_t k = 0; k < known && g_problem_ns[(total - 1 - k) % kRing] >= half; ++k) ++late;
     storm = late >= g_storm_min_new && late * 4 >= total;
   }
-  pthread_mutex_unlock(&g_mutex);
+  shim_unlock(LockRank::kAlerts);
   if (!storm) return;
   char text[512];
   snprintf(text, sizeof text,

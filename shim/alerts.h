@@ -20,7 +20,6 @@ struct FaultHit;
 
 // Reads CUPROBE_ALERTS and the storm thresholds (configure(), once).
 void alerts_configure();
-void alerts_after_fork();
 
 // PyTorch's out-of-memory report (c10::reportOutOfMemoryToProfiler).
 void alert_torch_oom(int64_t size, uint64_t total_allocated, uint64_t total_reserved, int device);

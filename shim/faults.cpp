@@ -14,6 +14,8 @@
 #include "clock.h"
 #include "env_config.h"
 #include "fault_plan.h"
+#include "fork.h"
+#include "lock_order.h"
 #include "problem_text.h"
 #include "problem_table.h"
 #include "process_info.h"
@@ -61,8 +63,7 @@ struct Allocation {
   int64_t device;
 };
 constexpr size_t kAllocSlots = size_t(1) << 20;
-Allocation* g_allocs;
-pthread_mutex_t g_alloc_mutex = PTHREAD_MUTEX_INITIALIZER;
+Allocation* g_allocs;  // under the cap table's lock (lock_order.h)
 
 void* map_zeroed(size_t bytes) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -178,6 +179,9 @@ void faults_configure() {
   }
 }
 
+namespace {
+
+// A forked child counts its own calls from zero.
 void faults_after_fork() {
   memset(g_k, 0, sizeof g_k);
   memset(g_fired, 0, sizeof g_fired);
@@ -189,9 +193,11 @@ void faults_after_fork() {
     munmap(g_sid_rules, kSidSlots * sizeof(uint64_t));
     g_sid_rules = static_cast<uint64_t*>(map_zeroed(kSidSlots * sizeof(uint64_t)));
   }
-  pthread_mutex_init(&g_alloc_mutex, nullptr);
   for (int r = 0; r < g_plan.n; ++r) g_rule_live[r] = process_filters_hold(g_plan.rules[r]);
 }
+CUPROBE_FORK_CHILD_RESET(faults_after_fork);
+
+}  // namespace
 
 void write_fault_records() {
   trace::FileHeader* hdr = trace_header();
@@ -304,7 +310,7 @@ void cap_settle(const FaultHit& hit, uint64_t size, bool ok, const void* ptr) {
     return;
   }
   uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
-  pthread_mutex_lock(&g_alloc_mutex);
+  shim_lock(LockRank::kCapTable);
   size_t i = alloc_slot(p);
   size_t probes = 0;
   while (g_allocs[i].ptr > 1 && g_allocs[i].ptr != p && probes < kAllocSlots) {
@@ -317,13 +323,13 @@ void cap_settle(const FaultHit& hit, uint64_t size, bool ok, const void* ptr) {
   } else {
     count_stat(trace::kStatCapTableFull);
   }
-  pthread_mutex_unlock(&g_alloc_mutex);
+  shim_unlock(LockRank::kCapTable);
 }
 
 void cap_note_free(const void* ptr) {
   if (ptr == nullptr) return;
   uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
-  pthread_mutex_lock(&g_alloc_mutex);
+  shim_lock(LockRank::kCapTable);
   size_t i = alloc_slot(p);
   for (size_t probes = 0; probes < kAllocSlots && g_allocs[i].ptr != 0; ++probes, i = (i + 1) & (kAllocSlots - 1)) {
     if (g_allocs[i].ptr != p) continue;
@@ -331,7 +337,7 @@ void cap_note_free(const void* ptr) {
     g_allocs[i].ptr = 1;
     break;
   }
-  pthread_mutex_unlock(&g_alloc_mutex);
+  shim_unlock(LockRank::kCapTable);
 }
 
 void cap_adjust_meminfo(int device, size_t* free_bytes, size_t* total) {

@@ -42,8 +42,6 @@ const char* fault_rule_name(int rule);
 
 // Reads the plan and the cap (once per process, at configuration).
 void faults_configure();
-// A forked child counts its own calls from zero.
-void faults_after_fork();
 // Writes the FaultRule records into a new trace file.
 void write_fault_records();
 // Learns which problem-text rules a newly interned problem matches: each distinct problem's text

@@ -9,6 +9,7 @@
 #include "capture_driver.h"
 #include "clock.h"
 #include "env_config.h"
+#include "fork.h"
 #include "hook.h"
 #include "process_info.h"
 #include "resolve.h"
@@ -80,10 +81,16 @@ void mem_sample_configure() {
   g_interval_ticks = uint64_t(double(ms) * 1e6 * clock_ticks_per_ns());
 }
 
+namespace {
+
+// The child's file has no sample yet: its first allocation on each device is a baseline again.
 void mem_sample_after_fork() {
   for (auto& last : g_last) last = 0;
   g_atexit_registered = 0;  // the parent's handler is inherited but does nothing here (its pid)
 }
+CUPROBE_FORK_CHILD_RESET(mem_sample_after_fork);
+
+}  // namespace
 
 void maybe_sample_memory(ThreadState& t, int device, bool failed, bool driver) {
   if (device < 0 || device >= trace::kMaxDevices) return;

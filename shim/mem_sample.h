@@ -17,7 +17,6 @@
 namespace cuprobe::shim {
 
 void mem_sample_configure();
-void mem_sample_after_fork();
 
 // After an allocation event on `device` (the thread's guard held). `driver`: the allocation was
 // a driver call, which may come from inside the runtime: the sample then asks the driver only.

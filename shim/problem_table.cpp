@@ -3,6 +3,7 @@
 #include "problem_table.h"
 
 #include "alerts.h"
+#include "fork.h"
 
 #include <string.h>
 #include <sys/mman.h>
@@ -167,10 +168,16 @@ uint32_t intern_knobs(ThreadState& t, const trace::Knob* knobs, int n) {
   });
 }
 
+namespace {
+
+// A forked child writes a trace file of its own: nothing of the parent's is in it yet.
 void problems_after_fork() {
   g_problems.reset();
   g_knobs.reset();
 }
+CUPROBE_FORK_CHILD_RESET(problems_after_fork);
+
+}  // namespace
 
 void set_new_problem_hook(NewProblemHook hook) { g_new_problem_hook = hook; }
 

@@ -25,9 +25,6 @@ uint64_t problem_hash_of(uint32_t id);
 // Knob sets, sorted by type by the caller. 0 for an empty set.
 uint32_t intern_knobs(ThreadState& t, const trace::Knob* knobs, int n);
 
-// A forked child writes a trace file of its own: nothing of the parent's is in it yet.
-void problems_after_fork();
-
 // Called with each new problem (fault rules that match problems by text learn it here).
 using NewProblemHook = void (*)(uint32_t id, const trace::ProblemDesc& d);
 void set_new_problem_hook(NewProblemHook hook);

@@ -9,6 +9,7 @@
 
 #include "driver_queries.h"
 #include "faults.h"
+#include "fork.h"
 #include "plan_pins.h"
 #include "resolve.h"
 
@@ -24,7 +25,7 @@ uint32_t g_runtime_written;
 uint32_t g_driver_written;
 int g_runtime_version;  // 0 not asked yet, -1 the runtime did not say
 uint32_t g_cudnn_written;
-int g_nccl_nranks;  // size of the largest NCCL communicator written, 0 none; under the meta writer's mutex
+int g_nccl_nranks;  // size of the largest NCCL communicator written, 0 none; under the meta lock
 
 int env_int(const char* const* names) {
   for (; *names; ++names) {
@@ -130,7 +131,10 @@ void write_process_records() {
 
 int process_rank() { return env_int(kRank); }
 
-void reset_process_info_after_fork() {
+namespace {
+
+// The child's file has none of these records yet.
+void process_info_after_fork() {
   g_described_devices = 0;
   g_describe_failures = 0;
   g_runtime_written = 0;
@@ -138,6 +142,9 @@ void reset_process_info_after_fork() {
   g_cudnn_written = 0;
   g_nccl_nranks = 0;
 }
+CUPROBE_FORK_CHILD_RESET(process_info_after_fork);
+
+}  // namespace
 
 void note_nccl_comm(int nranks, int rank) {
   if (nranks <= 0 || rank < 0 || rank >= nranks) return;

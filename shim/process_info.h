@@ -10,8 +10,7 @@
 
 namespace cuprobe::shim {
 
-void write_process_records();       // once, right after the file is created
-void reset_process_info_after_fork();
+void write_process_records();  // once, right after the file is created
 
 // Writes a DeviceInfo record (and the driver's version) the first time `device` is seen after a
 // successful call that implies its context exists, from the driver's own queries

@@ -3,6 +3,7 @@
 // directly (python_layout.h: CPython 3.10 to 3.14) when it released it. See python_frames.h.
 #include "python_frames.h"
 
+#include "fork.h"
 #include "python_layout.h"
 #include "python_lines.h"
 #include "recorder_internal.h"
@@ -332,9 +333,14 @@ int python_frames(trace::PyFrame* out) {
   return n;
 }
 
+namespace {
+
+// A probe another thread had under way when the process forked never ends in the child.
 void python_frames_after_fork() {
-  // A probe another thread had under way when the process forked never ends in the child.
   if (__atomic_load_n(&g_py_probed, __ATOMIC_RELAXED) == 1) __atomic_store_n(&g_py_probed, 0u, __ATOMIC_RELAXED);
 }
+CUPROBE_FORK_CHILD_RESET(python_frames_after_fork);
+
+}  // namespace
 
 }  // namespace cuprobe::shim

@@ -19,7 +19,4 @@ inline constexpr int kMaxPython = 24;  // deep enough to reach the script throug
 // kMaxPython). Call on the thread whose stack is taken, inside a hooked call.
 int python_frames(trace::PyFrame* out);
 
-// In a forked child: a probe of the interpreter that another thread had under way is forgotten.
-void python_frames_after_fork();
-
 }  // namespace cuprobe::shim

@@ -154,7 +154,7 @@ class MetaWriter {
 };
 // The id of a string's StringRecord; 0 for nullptr. Strings are told apart by their text, not
 // by a hash alone. A string seen before costs a hash, a table look-up and a memcmp, no lock; a new
-// one is written under the meta writer's mutex (so never call this while holding a MetaWriter).
+// one is written under the meta lock (so never call this while holding a MetaWriter).
 uint32_t intern_string(const char* s);
 void write_property(trace::Property key, int64_t value);
 

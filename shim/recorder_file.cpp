@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "fork.h"
+#include "lock_order.h"
 #include "process_info.h"
 #include "safe_files.h"
 #include "sys_stat.h"
@@ -26,9 +28,6 @@
 namespace cuprobe::shim {
 
 ProcessTrace g_trace;
-pthread_mutex_t g_start_mutex = PTHREAD_MUTEX_INITIALIZER;
-pthread_mutex_t g_grow_mutex = PTHREAD_MUTEX_INITIALIZER;
-pthread_mutex_t g_ring_mutex = PTHREAD_MUTEX_INITIALIZER;
 bool g_window_on = false;
 uint64_t g_window_lo = 0;
 uint64_t g_window_hi = UINT64_MAX;
@@ -158,7 +157,7 @@ void configure_ring(trace::FileHeader* hdr) {
   }
 }
 
-// Under g_start_mutex. Creates and maps the file, writes the header and the process records.
+// Under the start lock (lock_order.h). Creates and maps the file, writes the header and the process records.
 bool start_trace_locked() {
   const char* why = nullptr;
   if (!make_run_dir(g_config.out_dir, &why)) {
@@ -211,7 +210,7 @@ bool start_trace_locked() {
   return true;
 }
 
-// Under g_grow_mutex: maps segments until chunk `idx` is covered.
+// Under the grow lock: maps segments until chunk `idx` is covered.
 bool grow_locked(uint32_t idx) {
   while (__atomic_load_n(&g_trace.mapped_chunks, __ATOMIC_RELAXED) <= idx) {
     uint32_t mapped = g_trace.mapped_chunks;
@@ -287,9 +286,9 @@ void* prefault_helper(void*) {
     if (target > g_trace.max_chunks) target = g_trace.max_chunks;
     uint32_t done = __atomic_load_n(&g_trace.prefaulted, __ATOMIC_RELAXED);
     while (done < target && !__atomic_load_n(&g_trace.full, __ATOMIC_RELAXED)) {
-      pthread_mutex_lock(&g_grow_mutex);
+      shim_lock(LockRank::kGrow);
       bool ok = grow_locked(done);
-      pthread_mutex_unlock(&g_grow_mutex);
+      shim_unlock(LockRank::kGrow);
       if (!ok) break;
       prefault_chunk(done);
       __atomic_store_n(&g_trace.prefaulted, ++done, __ATOMIC_RELEASE);
@@ -343,9 +342,9 @@ trace::ChunkHeader* claim_fresh(uint32_t tid, uint32_t seq, uint32_t* out_idx) {
   if (idx < __atomic_load_n(&g_trace.mapped_chunks, __ATOMIC_ACQUIRE)) {
     c = chunk_at(idx);
   } else {
-    pthread_mutex_lock(&g_grow_mutex);
+    shim_lock(LockRank::kGrow);
     if (grow_locked(idx)) c = chunk_at(idx);
-    pthread_mutex_unlock(&g_grow_mutex);
+    shim_unlock(LockRank::kGrow);
   }
   wake_helper_if_behind(idx);
   if (c == nullptr) {
@@ -358,7 +357,7 @@ trace::ChunkHeader* claim_fresh(uint32_t tid, uint32_t seq, uint32_t* out_idx) {
 }
 
 // ---- The flight recorder's ring --------------------------------------------------------------
-// Under g_ring_mutex. Routine chunks are claimed fresh until the ring holds ring_max chunks, then
+// Under the ring lock. Routine chunks are claimed fresh until the ring holds ring_max chunks, then
 // the oldest sealed one (a chunk its thread moved on from) is overwritten. What it held is counted
 // in the header's RingInfo first, so the trace says what it lost.
 
@@ -423,7 +422,7 @@ trace::ChunkHeader* recycle(uint32_t idx, uint32_t tid, uint32_t seq) {
   return c;
 }
 
-// Under g_ring_mutex: from now on routine chunks are ring chunks.
+// Under the ring lock: from now on routine chunks are ring chunks.
 void activate_ring_locked() {
   if (g_trace.ring_active) return;
   if (g_trace.fifo == nullptr || g_trace.fifo_cap < g_trace.ring_max + kFifoSlack) {
@@ -455,7 +454,7 @@ trace::ChunkHeader* claim_routine(ThreadState& t, uint32_t* idx, bool* ring) {
     if (c == nullptr && g_config.keep == trace::KeepMode::kAll) set_stat_max(trace::kStatTraceLimitHit, 1);
     if (c != nullptr || g_config.keep == trace::KeepMode::kAll) return c;
   }
-  pthread_mutex_lock(&g_ring_mutex);
+  shim_lock(LockRank::kRing);
   activate_ring_locked();
   trace::ChunkHeader* c = nullptr;
   if (g_trace.ring_active) {
@@ -469,7 +468,7 @@ trace::ChunkHeader* claim_routine(ThreadState& t, uint32_t* idx, bool* ring) {
     if (c != nullptr && t.split && t.chunk != nullptr) ring_push(t.chunk_idx);
     *ring = c != nullptr;
   }
-  pthread_mutex_unlock(&g_ring_mutex);
+  shim_unlock(LockRank::kRing);
   return c;
 }
 
@@ -479,12 +478,12 @@ trace::ChunkHeader* claim_kept(uint32_t tid, uint32_t seq, uint32_t* idx) {
   if (trace::ChunkHeader* c = claim_fresh(tid, seq, idx)) return c;
   if (!__atomic_load_n(&g_trace.ring_active, __ATOMIC_ACQUIRE)) return nullptr;
   trace::ChunkHeader* c = nullptr;
-  pthread_mutex_lock(&g_ring_mutex);
+  shim_lock(LockRank::kRing);
   if (g_trace.ring_count > kMinRingChunks && ring_pop(idx)) {
     g_trace.ring_count--;
     c = recycle(*idx, tid, seq);
   }
-  pthread_mutex_unlock(&g_ring_mutex);
+  shim_unlock(LockRank::kRing);
   return c;
 }
 
@@ -521,7 +520,7 @@ bool next_kept_chunk(ThreadState& t) {
 bool ensure_started() {
   if (__atomic_load_n(&g_trace.started, __ATOMIC_ACQUIRE)) return true;
   if (__atomic_load_n(&g_trace.failed, __ATOMIC_ACQUIRE)) return false;
-  pthread_mutex_lock(&g_start_mutex);
+  shim_lock(LockRank::kStart);
   bool ok = g_trace.started != 0;
   bool first = false;
   if (!ok && !g_trace.failed) {
@@ -529,7 +528,7 @@ bool ensure_started() {
     first = ok;
     __atomic_store_n(ok ? &g_trace.started : &g_trace.failed, 1u, __ATOMIC_RELEASE);
   }
-  pthread_mutex_unlock(&g_start_mutex);
+  shim_unlock(LockRank::kStart);
   // Outside the start mutex: these write records, which can come back here through reserve.
   if (first) {
     start_prefault_helper();
@@ -561,7 +560,10 @@ void setup_state(ThreadState& t, uint32_t tid, bool kept_only) {
   next_chunk(t);
 }
 
-// Part of atfork_child (recorder_lifecycle.cpp): the child starts a file of its own.
+namespace {
+
+// In a forked child: drops every mapping of the parent's file; the child starts a file of its own
+// at its first event.
 void trace_file_after_fork() {
   if (g_trace.hdr != nullptr) {
     for (uint32_t i = 0; i < g_trace.n_segments; ++i) {
@@ -584,10 +586,10 @@ void trace_file_after_fork() {
   g_trace.ring_active = 0;  // the ring buffer's memory (fifo) is kept for the child's ring
   g_trace.ring_count = 0;
   g_trace.fifo_head = g_trace.fifo_size = 0;
-  pthread_mutex_init(&g_start_mutex, nullptr);
-  pthread_mutex_init(&g_grow_mutex, nullptr);
-  pthread_mutex_init(&g_ring_mutex, nullptr);
 }
+CUPROBE_FORK_CHILD_RESET(trace_file_after_fork);
+
+}  // namespace
 
 char* reserve_slow(ThreadState& t, uint32_t bytes) {
   if (bytes > trace::kChunkDataSize || !next_chunk(t)) {
@@ -607,9 +609,9 @@ char* reserve_kept_slow(ThreadState& t, uint32_t bytes) {
 
 void seal_thread_chunk(ThreadState& t) {
   if (!t.split || t.chunk == nullptr || t.kept_only) return;
-  pthread_mutex_lock(&g_ring_mutex);
+  shim_lock(LockRank::kRing);
   if (g_trace.ring_active) ring_push(t.chunk_idx);
-  pthread_mutex_unlock(&g_ring_mutex);
+  shim_unlock(LockRank::kRing);
   // A call made after this (a later thread-local destructor) claims a chunk anew.
   t.chunk = nullptr;
   t.counts = nullptr;

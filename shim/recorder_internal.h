@@ -71,7 +71,7 @@ struct ProcessTrace {
   uint32_t started;  // atomic: the file exists and is mapped
   uint32_t failed;   // atomic: creating it failed; this process is not traced
   char path[4096 + 256];
-  // Flight recorder (docs/flight-recorder.md), under g_ring_mutex but `ring_active` (atomic).
+  // Flight recorder (docs/flight-recorder.md), under the ring lock but `ring_active` (atomic).
   uint32_t ring_active;     // routine chunks are ring chunks from now on
   uint32_t ring_max;        // ring chunks wanted
   uint32_t ring_switch_at;  // kAuto: chunks claimed when the ring begins
@@ -80,9 +80,6 @@ struct ProcessTrace {
   uint32_t fifo_cap, fifo_head, fifo_size;
 };
 extern ProcessTrace g_trace;
-extern pthread_mutex_t g_start_mutex;
-extern pthread_mutex_t g_grow_mutex;
-extern pthread_mutex_t g_ring_mutex;
 
 // Creates and maps the file at the first call of the process; false when it cannot be had.
 bool ensure_started();
@@ -93,17 +90,12 @@ void setup_state(ThreadState& t, uint32_t tid, bool kept_only = false);
 void seal_thread_chunk(ThreadState& t);
 // Adds a thread's routine calls skipped outside the capture window to the header.
 void flush_window_skipped(ThreadState& t);
-// In a forked child: drops every mapping of the parent's file.
-void trace_file_after_fork();
 
 // ---- recorder_meta.cpp ----------------------------------------------------------------------
 
 extern trace::Anchor g_process_start;  // when the shim was configured, or the process forked
-extern pthread_mutex_t g_meta_mutex;
 
 void fill_anchor(trace::Anchor* a);  // async-signal-safe
-// In a forked child: forgets the interned strings and the meta writer's chunk.
-void meta_after_fork();
 
 inline void copy_str(char* dst, size_t cap, const char* src) {
   size_t n = strnlen(src, cap - 1);

@@ -5,10 +5,11 @@
 #include "recorder_internal.h"
 
 #include "faults.h"
+#include "fork.h"
+#include "lock_order.h"
 #include "plan_pins.h"
 #include "alerts.h"
 #include "mem_sample.h"
-#include "problem_table.h"
 #include "stacks.h"
 
 #include <errno.h>
@@ -179,37 +180,27 @@ void on_thread_exit(void*) {
   t.mode = kThreadReady;
 }
 
-void atfork_prepare() {
-  pthread_mutex_lock(&g_start_mutex);
-  pthread_mutex_lock(&g_meta_mutex);
-  pthread_mutex_lock(&g_ring_mutex);
-  pthread_mutex_lock(&g_grow_mutex);
-}
+// The locks whose data the child keeps (the file, the meta writer, the ring), in the one order of
+// lock_order.h, so that no other thread is half-way through changing it when the process forks.
+void atfork_prepare() { lock_all_for_fork(); }
 
-void atfork_parent() {
-  pthread_mutex_unlock(&g_grow_mutex);
-  pthread_mutex_unlock(&g_ring_mutex);
-  pthread_mutex_unlock(&g_meta_mutex);
-  pthread_mutex_unlock(&g_start_mutex);
-}
+void atfork_parent() { unlock_all_after_fork(); }
 
-// The child must never write into the parent's file: drop every mapping of it and start a
-// file of its own at its first event. The forking thread is the child's only thread, so
-// resetting its state resets every thread's.
-void atfork_child() {
-  trace_file_after_fork();
-  meta_after_fork();
+// The child must never write into the parent's file, nor name the parent's interned strings,
+// problems or stacks: every module that keeps such state forgets it (fork.h: the recorder's file
+// and meta writer, the locks, and each module's own registered reset, among them the one below),
+// and the child starts a file of its own at its first event.
+void atfork_child() { run_fork_child_resets(); }
+
+// The forking thread is the child's only thread, so resetting its state resets every thread's.
+// The child traces from now on: its start anchor is the fork.
+void thread_state_after_fork() {
   uint32_t mode = t_state.mode;
   memset(&t_state, 0, sizeof t_state);
   if (mode == kThreadOff) t_state.mode = kThreadOff;
-  reset_process_info_after_fork();
   fill_anchor(&g_process_start);
-  faults_after_fork();
-  alerts_after_fork();
-  mem_sample_after_fork();
-  stacks_after_fork();
-  problems_after_fork();
 }
+CUPROBE_FORK_CHILD_RESET(thread_state_after_fork);
 
 bool trace_is_ours() { return g_trace.hdr != nullptr && __atomic_load_n(&g_trace.started, __ATOMIC_ACQUIRE); }
 

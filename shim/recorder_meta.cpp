@@ -9,24 +9,32 @@
 #include <string.h>
 
 #include "clock.h"
+#include "fork.h"
+#include "lock_order.h"
 
 namespace cuprobe::shim {
 
 trace::Anchor g_process_start;  // when the shim was configured, or the process forked
-pthread_mutex_t g_meta_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 namespace {
 
-ThreadState g_meta;  // writer of process-wide records, under g_meta_mutex
+ThreadState g_meta;  // writer of process-wide records, under the meta lock (lock_order.h)
 
 // Interned strings, keyed by their whole text (a string longer than a StringRecord holds is
-// still told apart by all of it). Found without a lock; added under g_meta_mutex, and its
+// still told apart by all of it). Found without a lock; added under the meta lock, and its
 // StringRecord written before any thread can get the id. When the table cannot remember a
 // string it is simply written again under a new id.
 constexpr uint32_t kStringSlots = 4096;
 constexpr uint32_t kStringArenaBytes = 2u << 20;
 constexpr uint32_t kMaxStringRecordText = 4000;
 InternTable<kStringSlots, kStringArenaBytes> g_strings;
+
+// In a forked child: forgets the interned strings and the meta writer's chunk.
+void meta_after_fork() {
+  g_strings.reset();
+  memset(&g_meta, 0, sizeof g_meta);
+}
+CUPROBE_FORK_CHILD_RESET(meta_after_fork);
 
 }  // namespace
 
@@ -36,14 +44,8 @@ void fill_anchor(trace::Anchor* a) {
   a->real_ns = real_ns();
 }
 
-void meta_after_fork() {
-  g_strings.reset();
-  memset(&g_meta, 0, sizeof g_meta);
-  pthread_mutex_init(&g_meta_mutex, nullptr);
-}
-
-MetaWriter::MetaWriter() { pthread_mutex_lock(&g_meta_mutex); }
-MetaWriter::~MetaWriter() { pthread_mutex_unlock(&g_meta_mutex); }
+MetaWriter::MetaWriter() { shim_lock(LockRank::kMeta); }
+MetaWriter::~MetaWriter() { shim_unlock(LockRank::kMeta); }
 char* MetaWriter::reserve(uint32_t bytes) {
   if (g_meta.mode == kThreadUnset) {
     if (configure() != kProcessOn || !ensure_started()) return nullptr;

@@ -2,7 +2,9 @@
 #include "stacks.h"
 
 #include "env_config.h"
+#include "fork.h"
 #include "intern_table.h"
+#include "lock_order.h"
 #include "python_frames.h"
 
 #include <dlfcn.h>
@@ -25,9 +27,8 @@ constexpr int kMaxNative = 64;
 static_assert(env::var(env::Id::kStackDepth).max == kMaxNative, "CUPROBE_STACK_DEPTH's range is the frames a stack holds");
 int g_depth = int(env::var(env::Id::kStackDepth).def);
 
-pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;  // adding to the stack table, the module map
 
-// Interned stacks, keyed by their content (StackKey): found without a lock, added under g_mutex.
+// Interned stacks, keyed by their content (StackKey): found without a lock, added under the stacks lock (lock_order.h).
 // A stack the table cannot remember (64 slots probed, or the arena full) is written again each
 // time, and counted. The arena holds ~50,000 stacks of 32 native frames.
 constexpr uint32_t kStackSlots = 1u << 16;
@@ -121,7 +122,7 @@ int read_counters(struct dl_phdr_info* info, size_t size, void* data) {
   return 1;  // the counters are the same in every entry: one is enough
 }
 
-// Under g_mutex: writes the modules loaded since the last look (dlopen'd libraries included).
+// Under the stacks lock: writes the modules loaded since the last look (dlopen'd libraries included).
 void refresh_modules() {
   unsigned long long c[2] = {0, 0};
   dl_iterate_phdr(read_counters, c);
@@ -175,13 +176,17 @@ void stacks_configure() {
   }
 }
 
+namespace {
+
+// The child's file has none of the parent's stacks or modules.
 void stacks_after_fork() {
-  python_frames_after_fork();
   g_stacks.reset();
   g_n_modules = 0;
   g_adds = g_subs = ~0ull;
-  pthread_mutex_init(&g_mutex, nullptr);
 }
+CUPROBE_FORK_CHILD_RESET(stacks_after_fork);
+
+}  // namespace
 
 uint32_t capture_stack() {
   if (g_stack_mode == kStacksOff) return 0;
@@ -215,7 +220,7 @@ uint32_t intern_stack(const uint64_t* pcs, int n_native, const trace::PyFrame* p
   if (n_py > 0) memcpy(&key.words[n_native], py, sizeof(trace::PyFrame) * size_t(n_py));  // py may be null
   if (uint32_t id = g_stacks.find(&key, key.size(), h)) return id;
 
-  pthread_mutex_lock(&g_mutex);
+  shim_lock(LockRank::kStacks);
   auto r = g_stacks.intern(&key, key.size(), h, [&](uint32_t id) {
     refresh_modules();
     uint32_t size = uint32_t(sizeof(trace::StackRecord) + key.size() - 8);
@@ -231,7 +236,7 @@ uint32_t intern_stack(const uint64_t* pcs, int n_native, const trace::PyFrame* p
     }
   });
   if (!r.remembered) count_stat(trace::kStatStacksUntracked);
-  pthread_mutex_unlock(&g_mutex);
+  shim_unlock(LockRank::kStacks);
   return r.id;
 }
 

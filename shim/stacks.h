@@ -21,7 +21,6 @@ extern uint32_t g_stack_mode;
 extern uint64_t g_stack_min_bytes;
 
 void stacks_configure();
-void stacks_after_fork();
 
 // The id of the calling thread's current stack (0 when it cannot be had). Call on the thread
 // that made the hooked call, with its guard held.
