@@ -6,6 +6,7 @@
 
 #include "api.h"
 #include "cudnn_problem.h"
+#include "fork.h"
 #include "problem_table.h"
 #include "problem_text.h"
 #include "recorder.h"
@@ -292,6 +293,14 @@ ProblemRef cached_problem(uint64_t key, Build build) {
   slot = SigCacheSlot{key, p.hash, p.id, 0};
   return p;
 }
+
+// The forking thread's caches hold problem ids of the parent's file; the child interns its
+// problems anew (problem_table.cpp), so a cached id would name a problem its file never had.
+void capture_after_fork() {
+  memset(t_sig_cache, 0, sizeof t_sig_cache);
+  t_last_problem = ProblemLink{};
+}
+CUPROBE_FORK_CHILD_RESET(capture_after_fork);
 
 const TensorState* legacy_tensor(const void* d) {
   DescEntry* e = desc_find(d);

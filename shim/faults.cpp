@@ -181,17 +181,24 @@ void faults_configure() {
 
 namespace {
 
-// A forked child counts its own calls from zero.
+// A forked child counts its own calls from zero, and its memory cap weighs its own allocations:
+// the parent's live ones belong to the parent's CUDA context, which the child cannot use.
 void faults_after_fork() {
   memset(g_k, 0, sizeof g_k);
   memset(g_fired, 0, sizeof g_fired);
   memset(g_local_matched, 0, sizeof g_local_matched);
   memset(g_local_injected, 0, sizeof g_local_injected);
   memset(t_k, 0, sizeof t_k);
-  // String ids start again in the child's trace.
+  // Problem ids start again in the child's trace.
   if (g_sid_rules != nullptr) {
     munmap(g_sid_rules, kSidSlots * sizeof(uint64_t));
     g_sid_rules = static_cast<uint64_t*>(map_zeroed(kSidSlots * sizeof(uint64_t)));
+  }
+  memset(g_live, 0, sizeof g_live);
+  if (g_allocs != nullptr) {
+    munmap(g_allocs, kAllocSlots * sizeof(Allocation));
+    g_allocs = static_cast<Allocation*>(map_zeroed(kAllocSlots * sizeof(Allocation)));
+    if (g_allocs == nullptr) g_cap_on = false;
   }
   for (int r = 0; r < g_plan.n; ++r) g_rule_live[r] = process_filters_hold(g_plan.rules[r]);
 }

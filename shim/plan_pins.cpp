@@ -19,6 +19,7 @@
 #include "capture_cudnn_detail.h"
 #include "driver_queries.h"
 #include "env_config.h"
+#include "fork.h"
 #include "problem_text.h"
 #include "process_info.h"
 #include "resolve.h"
@@ -199,6 +200,15 @@ struct Owned {
 Owned* g_owned;            // kMaxOwned slots, mapped on the first answer: read through owned()
 uint32_t g_owned_live;     // slots in use
 __thread int32_t t_destroying = -1;  // the slot of the configuration this thread is destroying
+
+// The forking thread's open selection names a problem of the parent's file; the child's selections
+// are its own. (The configurations the shim filled stay owned: the application may still destroy
+// them in the child.)
+void pins_after_fork() {
+  t_sel = Selection{};
+  t_destroying = -1;
+}
+CUPROBE_FORK_CHILD_RESET(pins_after_fork);
 
 // Two threads may answer their first query at once: the table pointer is only read atomically.
 Owned* owned() { return __atomic_load_n(&g_owned, __ATOMIC_ACQUIRE); }

@@ -335,9 +335,12 @@ int python_frames(trace::PyFrame* out) {
 
 namespace {
 
-// A probe another thread had under way when the process forked never ends in the child.
+// A probe another thread had under way when the process forked never ends in the child. The
+// forking thread's code cache names strings by their ids in the parent's file: the child's file
+// has none of them (its strings are interned anew), so the cache starts empty.
 void python_frames_after_fork() {
   if (__atomic_load_n(&g_py_probed, __ATOMIC_RELAXED) == 1) __atomic_store_n(&g_py_probed, 0u, __ATOMIC_RELAXED);
+  memset(t_codes, 0, sizeof t_codes);
 }
 CUPROBE_FORK_CHILD_RESET(python_frames_after_fork);
 

@@ -170,6 +170,30 @@ TEST(TraceRobustness, ForkAndExecChildrenWriteTheirOwnFiles) {
   EXPECT_EQ(per_file, (std::multiset<size_t>{4 + 2, 4 + 1, 6 + 2}));
 }
 
+// The forking thread's cache of legacy cuDNN problems held the parent's problem ids, which the
+// child's own problem table handed out again for other problems: the child's first call was
+// recorded as the child's later, different problem (issue 27). Each file must name its own.
+TEST(TraceRobustness, ForkedChildRecordsItsOwnProblems) {
+  std::string dir = fresh_dir("fork-problems");
+  RunResult r = record(dir, {program("fork_cudnn")}, {{"CUPROBE_MEM_SAMPLE_MS", "0"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto lines = dump(dir);
+  std::map<uint64_t, uint64_t> parent_of;
+  for (const auto& p : of_type(lines, "process")) parent_of[p["pid"]] = p["ppid"];
+  ASSERT_EQ(parent_of.size(), 2u);
+  std::map<uint64_t, std::vector<std::string>> problems;  // by pid, in call order
+  for (const auto& c : of_type(lines, "call", "cudnnBatchNormalizationForwardInference")) {
+    problems[c["pid"]].push_back(c.value("problem", std::string("(none)")));
+  }
+  const std::string big = "bn_fwd_infer x[8,16,4,4]f32 nchw mode:spatial";
+  const std::string small = "bn_fwd_infer x[2,16,4,4]f32 nchw mode:spatial";
+  for (const auto& [pid, ppid] : parent_of) {
+    bool child = parent_of.count(ppid) != 0;
+    std::vector<std::string> want = {big, child ? small : big};
+    EXPECT_EQ(problems[pid], want) << (child ? "child" : "parent") << " pid " << pid;
+  }
+}
+
 TEST(TraceRobustness, SizeLimitDropsAndCountsInsteadOfBlocking) {
   std::string dir = fresh_dir("limit");
   RunResult r = record(dir, {program("thread_storm"), "1", "100000"}, {}, {"--max-mb", "1", "--keep", "all"});
