@@ -13,9 +13,8 @@
 // allocation, no lock and no list to keep by hand. A reset runs in the child, in its only thread,
 // inside fork(): it may only forget state (stores, memset, munmap, mmap, close); it must not take a
 // lock or write to the trace, and must not count on another module's reset: they run in no promised
-// order. The forking
-// thread's thread-local state is the child's only thread's, so resetting `__thread` data resets it
-// for the whole child.
+// order. The forking thread's thread-local state is the child's only thread's, so resetting
+// `__thread` data resets it for the whole child.
 #pragma once
 
 namespace cuprobe::shim {
@@ -29,9 +28,13 @@ int fork_child_reset_count();
 
 }  // namespace cuprobe::shim
 
-#if defined(__has_attribute) && __has_attribute(retain)
+// `retain` (GCC 11+) keeps an entry even where the link drops unreferenced sections.
+#if defined(__has_attribute)
+#if __has_attribute(retain)
 #define CUPROBE_RETAIN_ATTR retain,
-#else
+#endif
+#endif
+#ifndef CUPROBE_RETAIN_ATTR
 #define CUPROBE_RETAIN_ATTR
 #endif
 
