@@ -3,7 +3,7 @@
 // sets it, and one line of help. Everything else follows from this table (the style of
 // Perfetto's storage/stats.h): the shim reads each variable through its entry
 // (shim/env_config.h), `cuprobe record` checks option values and inherited values with the same
-// entry and the same value_ok() before the job starts (analyzer/cmds/record.cpp), and
+// entry and the same value_ok() before the job starts (cli/cmds/record.cpp), and
 // docs/commands/record.md's variables table is this table (tests/unit/env_vars_test.cpp checks
 // it row by row).
 //
