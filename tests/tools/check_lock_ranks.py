@@ -16,6 +16,9 @@ import re
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cxx_text import blank  # noqa: E402
+
 ENTRY = re.compile(r'X\(\s*(k\w+)\s*,\s*(\w+)\s*,\s*"([^"]*)"\s*\)')
 POLICIES = {"kHeldAcrossFork", "kResetInChild"}
 # What declares or takes a lock without going through lock_order.h.
@@ -24,30 +27,6 @@ FOREIGN_LOCK = re.compile(
     r"pthread_mutex_trylock|pthread_mutex_timedlock|pthread_rwlock_\w+|pthread_spin_lock|"
     r"std::(?:recursive_|timed_|shared_)?mutex)\b")
 OWN_FILES = {"lock_order.h", "lock_order.cpp"}
-
-
-def blank(src):
-    """Comments and string/character literals replaced by blanks, line numbers kept."""
-    out, i, n = [], 0, len(src)
-    while i < n:
-        if src.startswith("//", i):
-            j = src.find("\n", i)
-            i = n if j < 0 else j
-        elif src.startswith("/*", i):
-            j = src.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append("\n" * src.count("\n", i, j))
-            i = j
-        elif src[i] in "\"'":
-            q, j = src[i], i + 1
-            while j < n and src[j] != q and src[j] != "\n":
-                j += 2 if src[j] == "\\" else 1
-            out.append(q + q)
-            i = j + 1
-        else:
-            out.append(src[i])
-            i += 1
-    return "".join(out)
 
 
 def read_entries(shim_dir):

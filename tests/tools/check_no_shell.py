@@ -13,6 +13,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cxx_text import blank  # noqa: E402
+
 ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", ".."))
 DIRS = ["analyzer", "cli", "common"]
 SUFFIXES = (".c", ".cc", ".cpp", ".h", ".hpp", ".in")
@@ -20,16 +23,8 @@ SUFFIXES = (".c", ".cc", ".cpp", ".h", ".hpp", ".in")
 # A call of one of these functions: the name not preceded by a word character, `.` or `->` (a
 # member of something else, or a longer name such as `filesystem`); `std::` or `::` may qualify it.
 CALL = re.compile(r"(?<![\w.>])(popen|system|wordexp)\s*\(")
-# Comments and literals, replaced by blanks of the same line count before matching.
-NOISE = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
-
-
-def code_of(text):
-    return NOISE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
-
-
 def calls(text):
-    code = code_of(text)
+    code = blank(text)  # comments and literals blanked, line count kept (cxx_text.py)
     return [(code.count("\n", 0, m.start()) + 1, m.group(1)) for m in CALL.finditer(code)]
 
 
