@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (e.nargs < 0 || (api && size_t(e.nargs) > api->fields.size())) std::abort();
       for (int i = 0; i < e.nargs; ++i) {
         sink = sink + e.args[i];
-        if (api && api->fields[size_t(i)].type == 's') sink = sink + t->string(uint32_t(e.args[i])).size();
+        if (api && api->fields[size_t(i)].type == 's') sink = sink + t->string(StringId(uint32_t(e.args[i]))).size();
       }
       if (const Stack* st = t->stack(e.stack)) sink = sink + st->pcs.size();
       if (e.injected() && t->fault_rule(e.fault_rule) == nullptr) std::abort();
