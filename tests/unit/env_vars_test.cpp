@@ -73,6 +73,9 @@ TEST(EnvVars, NumbersAreDigitsWithinTheRange) {
   EXPECT_TRUE(env::value_ok(env::var(Id::kDelayS), "0"));
   EXPECT_FALSE(env::value_ok(env::var(Id::kDelayS), "3153600001"));
   EXPECT_FALSE(env::value_ok(env::var(Id::kAlertsStormS), "-1")) << "strtoull would have taken it";
+  // Seconds the shim multiplies by 1e9: bounded like the capture window, so that it cannot overflow.
+  EXPECT_TRUE(env::value_ok(env::var(Id::kAlertsStormS), "3153600000"));
+  EXPECT_FALSE(env::value_ok(env::var(Id::kAlertsStormS), "18446744074")) << "* 1e9 would wrap";
 }
 
 TEST(EnvVars, FlagsWordsKeepAndAlerts) {
