@@ -20,6 +20,22 @@ ProblemShape problem_shape(const Problem* p) {
   return s;
 }
 
+std::vector<int64_t> shape_class(const Problem* p) {
+  std::vector<int64_t> out;
+  if (p == nullptr || !p->typed) return out;
+  const trace::ProblemDesc& d = p->desc;
+  int nt = d.n_tensors <= trace::kProblemMaxTensors ? d.n_tensors : trace::kProblemMaxTensors;
+  for (int i = 0; i < nt; ++i) {
+    const trace::ProblemTensor& t = d.tensors[i];
+    auto role = trace::TensorRole(t.role);
+    if (role == trace::TensorRole::kW || role == trace::TensorRole::kDw) continue;
+    if (!out.empty()) out.push_back(-1);
+    int n = t.nbdims <= trace::kProblemMaxDims ? t.nbdims : trace::kProblemMaxDims;
+    out.insert(out.end(), t.dims, t.dims + n);
+  }
+  return out;
+}
+
 uint64_t layer_key(const Problem& p) {
   if (!p.typed) return p.hash | 1;
   const trace::ProblemDesc& d = p.desc;

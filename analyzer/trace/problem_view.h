@@ -22,6 +22,12 @@ struct ProblemShape {
 };
 ProblemShape problem_shape(const Problem* p);
 
+// A problem's shape class: the dims of every data tensor (weights left out: they are the
+// layer's), one after the other with -1 between them; empty for a problem known by its text
+// only. Two problems of a layer with equal classes differ in nothing a search depends on but
+// strides, alignment and settings.
+std::vector<int64_t> shape_class(const Problem* p);
+
 // Identifies a problem's layer whatever its input size: the operation, every tensor's role, data
 // type, layout and channel count (a filter's dims whole), the convolution, fused operations and
 // the operation's parameters (an RNN's sequence length and batch left out). Never 0. A problem

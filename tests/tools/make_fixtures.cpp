@@ -668,6 +668,24 @@ void fixtures() {
     for (int k = 0; k < 16; ++k) step(fire, kNet1dSmall, 16, 1, 4000 + (k * 7919) % 60000, true, true, searched);
     fire.write("research-storm/fire/unbounded_1d.jsonl");
   }
+  // Detection-style training (issue 28): two images a step from six sizes through a backbone,
+  // then a head on 14x14 RoI crops whose count follows the step's proposals. With the count
+  // padded to 64 the head has one shape and the six sizes are buckets, searched in the first six
+  // steps; with the raw count the head's batch is a dynamic dimension: a storm, whatever the
+  // backbone's buckets say.
+  const std::vector<ConvLayer> head = {{64, 96, 3, 1}, {96, 96, 3, 1}};
+  const int64_t sizes[6][2] = {{60, 80}, {64, 64}, {72, 96}, {80, 60}, {88, 88}, {96, 72}};
+  for (bool padded : {false, true}) {
+    Trace t(padded ? 1018 : 1017);
+    std::map<std::string, Plan> searched;
+    for (int k = 0; k < 24; ++k) {
+      const int64_t* s = sizes[(k * 5) % 6];
+      step(t, kNet2d, 2, s[0], s[1], false, true, searched, 5'000'000);
+      step(t, head, padded ? 64 : 4 + (k * 37) % 150, 14, 14, false, true, searched);
+    }
+    t.write(padded ? "research-storm/quiet/detection_padded_proposals.jsonl"
+                   : "research-storm/fire/detection_dynamic_batch.jsonl");
+  }
 }
 
 }  // namespace storm

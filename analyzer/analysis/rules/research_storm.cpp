@@ -22,6 +22,8 @@ constexpr const char* kPatternBuckets = "shape buckets";
 constexpr const char* kPatternPartialBatch = "last partial batch";
 constexpr const char* kPatternEvalBatch = "evaluation batch size";
 constexpr const char* kPatternRepeats = "same shapes searched again";
+// Not a pattern of its own (it is kPatternUnbounded), but its own fix.
+constexpr const char* kFixDynamicBatch = "dynamic batch dimension";
 
 std::string range_of(const std::set<int64_t>& v) {
   if (v.size() <= 1) return v.empty() ? "" : std::to_string(*v.begin());
@@ -34,6 +36,7 @@ bool is_backward(const std::string& op) { return op == "conv_dgrad" || op == "co
 struct Searched {
   const reader::SearchRecord* s;
   reader::ProblemShape shape;  // 1-D convolutions without their dummy height
+  std::vector<int64_t> shape_class;  // every data tensor's dims (reader::shape_class)
   uint64_t layer = 0;          // reader::layer_key, 0 for a problem known by its text only
   bool repeat = false;         // its problem was searched before
 };
@@ -45,6 +48,7 @@ struct Verdict {
   std::string fix;
   std::string varying;
   bool benign = false;  // nothing to fix: info at most
+  std::set<uint64_t> focus_layers;  // the layers the pattern is about, named first among the problems
 };
 
 uint64_t executions_of(const ProcessFacts& p, uint64_t hash) {
@@ -61,8 +65,33 @@ uint64_t executions_of(const ProcessFacts& p, uint64_t hash) {
 struct Variation {
   std::set<int64_t> batch, channels, spatial;
   std::set<size_t> spatial_dims;  // which spatial dimensions vary
-  size_t shapes = 0;              // distinct shapes of that layer
+  size_t shapes = 0;              // distinct shape classes (every data tensor) of that layer
 };
+
+// Layers whose batch dimension is a dynamic one: searched at more distinct batch sizes than a
+// job has buckets (a detection head runs on as many crops as the step has proposals). Read per
+// layer over every layer, not from the input layer: the images may come in a few sizes while a
+// later layer's batch changes every step. Layers of equal width share a key; their batch is the
+// same at every depth, so sharing does not inflate the count (their spatial sizes would).
+struct DynamicBatch {
+  std::set<uint64_t> layers;  // their reader::layer_key (forward and backward problems apart)
+  std::set<int64_t> batch;    // the values, over those layers
+};
+
+DynamicBatch dynamic_batch(const std::vector<Searched>& all, double max_buckets) {
+  std::map<uint64_t, std::set<int64_t>> by_layer;
+  for (const auto& s : all) {
+    if (s.repeat || s.shape.dims.size() < 2 || s.layer == 0) continue;
+    by_layer[s.layer].insert(s.shape.dims[0]);
+  }
+  DynamicBatch out;
+  for (const auto& [layer, values] : by_layer) {
+    if (double(values.size()) <= max_buckets) continue;
+    out.layers.insert(layer);
+    out.batch.insert(values.begin(), values.end());
+  }
+  return out;
+}
 
 Variation variation(const std::vector<Searched>& all) {
   std::map<uint64_t, std::vector<const Searched*>> by_layer;
@@ -94,7 +123,7 @@ Variation variation(const std::vector<Searched>& all) {
   const std::vector<int64_t>& first = by_layer[best].front()->shape.dims;
   for (const Searched* s : by_layer[best]) {
     const auto& d = s->shape.dims;
-    shapes.insert(d);
+    shapes.insert(s->shape_class.empty() ? d : s->shape_class);
     v.batch.insert(d[0]);
     v.channels.insert(d[1]);
     for (size_t k = 2; k < d.size(); ++k) {
@@ -142,6 +171,21 @@ Verdict classify(const RuleSpec& spec, const ProcessFacts& p, const std::vector<
     out.benign = true;
     out.summary = fmt::format("{} of the {} searches after warm-up were for problems already searched", late_repeats, late);
     out.fix = spec.fix_for(out.pattern);
+    return out;
+  }
+  const DynamicBatch dyn = dynamic_batch(all, spec.param("bucket_max_sizes"));
+  if (!dyn.layers.empty()) {
+    const size_t n = dyn.layers.size();
+    out.pattern = kPatternUnbounded;
+    out.summary = fmt::format("a dynamic batch dimension: {} convolution{} (forward and backward counted apart) ran at "
+                              "{} different batch sizes ({}..{}), so whatever the input sizes, every new batch size "
+                              "is a new timed search for each of them ({} distinct problems, {:.1f} runs each)",
+                              n, n == 1 ? "" : "s", dyn.batch.size(), *dyn.batch.begin(), *dyn.batch.rbegin(),
+                              distinct, runs_each);
+    out.varying = fmt::format("batch varies {} in {} convolution{}; ", range_of(dyn.batch), n, n == 1 ? "" : "s") +
+                  out.varying;
+    out.focus_layers = dyn.layers;
+    out.fix = spec.fix_for(kFixDynamicBatch);
     return out;
   }
   if (untyped == 0 && var.shapes > 1 && var.spatial_dims.empty() && var.channels.size() <= 1 && var.batch.size() > 1) {
@@ -213,6 +257,44 @@ Verdict classify(const RuleSpec& spec, const ProcessFacts& p, const std::vector<
   return out;
 }
 
+// What searching costs the job now and would cost a longer run. The latest window is the last
+// quarter of the job's steps (at least 2; by time when fewer than 8 steps are known). The
+// projection assumes the window's rate goes on: a run 10 times as long adds 9 times the job's
+// length at the window's share, so a storm that is dying down projects low and one that is not
+// projects its window's share.
+struct Cost {
+  double window_share = 0;
+  double projected_share = 0;
+  std::string window_text;  // "the last 4 of 16 steps", "the last quarter of the job's time"
+  std::string projection;   // the sentence the finding says
+};
+
+Cost measure_cost(const ProcessFacts& p, const std::vector<Searched>& searched, uint64_t search_ns) {
+  Cost c;
+  const uint64_t start = p.job_start_ns, end = p.last_ns;
+  const size_t steps = p.step_starts.size();
+  uint64_t from = start + (end - start) / 4 * 3;
+  c.window_text = "the last quarter of the job's time";
+  if (steps >= 8) {
+    size_t n = std::max<size_t>(2, steps / 4);
+    from = p.step_starts[steps - n];
+    c.window_text = fmt::format("the last {} of its {} steps", n, steps);
+  }
+  uint64_t in_window = 0;
+  for (const auto& s : searched) {
+    uint64_t a = std::max(s.s->start_ns, from), b = std::max(s.s->end_ns, s.s->start_ns);
+    if (b > a) in_window += b - a;
+  }
+  const double window_s = seconds(end - std::min(end, from));
+  c.window_share = window_s > 0 ? std::min(1.0, seconds(in_window) / window_s) : 0;
+  const double span = seconds(end - start);
+  c.projected_share = span > 0 ? (seconds(search_ns) + 9 * span * c.window_share) / (10 * span) : 0;
+  c.projection = fmt::format("{} spent {:.0f}% of their time searching; if that rate holds, a run 10 times as long "
+                             "would spend {:.0f}% of its time in searches",
+                             c.window_text, c.window_share * 100, c.projected_share * 100);
+  return c;
+}
+
 void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit) {
   const double min_late = spec.param("min_late_searches");
   const double min_half = spec.param("min_last_half_searches");
@@ -228,7 +310,8 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
     std::vector<Searched> searched;
     for (const auto& s : p.searches) {
       if (s.benchmark() && !pinned_selection(p, s)) {
-        searched.push_back(Searched{&s, reader::problem_shape(s.problem_info), 0, false});
+        searched.push_back(
+            Searched{&s, reader::problem_shape(s.problem_info), reader::shape_class(s.problem_info), 0, false});
       }
     }
     if (searched.empty()) continue;
@@ -271,11 +354,22 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
     const double late_span = end > warm ? seconds(end - warm) : 0;
     const bool stopped = half_n == 0;
     Verdict v = classify(spec, p, searched, late, late_repeats, untyped);
+    const Cost cost = measure_cost(p, searched, search_ns);
+    // The cost decides: a pattern that is paid once ("buckets", a partial batch, an evaluation
+    // batch) is nothing to fix only while searching stops or costs little. Repeats are
+    // research-repeat's to judge.
+    const bool costly = double(half_n) >= min_half && half_share >= min_half_share;
+    if (v.benign && costly && v.pattern != kPatternRepeats) {
+      v.benign = false;
+      v.summary = fmt::format("new shapes keep arriving although they looked like {} ({}): {} searches in the last "
+                              "half of the job",
+                              v.pattern, v.summary, half_n);
+      v.pattern = kPatternUnbounded;
+      v.fix = spec.fix_for(v.pattern);
+    }
 
     Severity severity = Severity::kInfo;
-    if (!v.benign && double(half_n) >= min_half && half_share >= min_half_share) {
-      severity = half_share >= error_share ? Severity::kError : Severity::kWarning;
-    }
+    if (!v.benign && costly) severity = half_share >= error_share ? Severity::kError : Severity::kWarning;
     // When searching stopped: the step of its last search (steps counted from 1), and how much of
     // the job came after it.
     const double last_s = job_s(p, last->start_ns);
@@ -291,6 +385,7 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
     } else {
       when = fmt::format("{} searches in the last half of the job{}, {:.1f}% of its time ({:.2f} s of {:.1f} s)", half_n,
                          by_steps ? " (by steps)" : "", half_share * 100, seconds(half_ns), half_span);
+      if (!v.benign) when += "; " + cost.projection;
     }
     if (v.benign) v.summary += " — nothing to fix";
 
@@ -327,6 +422,9 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
                          {"search_time_s", seconds(search_ns)},
                          {"late_search_time_s", seconds(late_ns)},
                          {"search_share", span > 0 ? seconds(search_ns) / span : 0},
+                         {"latest_window", cost.window_text},
+                         {"latest_window_share", cost.window_share},
+                         {"projected_share_10x", cost.projected_share},
                          {"late_share", late_span > 0 ? seconds(late_ns) / late_span : 0},
                          {"run_s", span},
                          {"startup_s", seconds(start - std::min(start, p.first_ns))},
@@ -340,9 +438,12 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
     f.fix = v.fix;
     f.pids.push_back(p.pid);
     std::set<std::string> names;
-    for (const auto* s : late_list) {
-      if (names.size() >= 5) break;
-      names.insert(s->s->problem);
+    for (int pass = v.focus_layers.empty() ? 1 : 0; pass < 2; ++pass) {
+      for (const auto* s : late_list) {
+        if (names.size() >= 5) break;
+        if (pass == 0 && v.focus_layers.count(s->layer) == 0) continue;
+        names.insert(s->s->problem);
+      }
     }
     f.problems.assign(names.begin(), names.end());
     std::vector<reader::StackId> stacks;
