@@ -251,10 +251,7 @@ Result<Report> analyze(const AnalyzeOptions& options) {
     rule_registry().at(id)(spec, all, [&](Finding f) { report.findings.push_back(std::move(f)); });
   }
   note_coverage(all, report.findings);
-  std::stable_sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {
-    if (a.severity != b.severity) return a.severity > b.severity;
-    return a.impact_s > b.impact_s;
-  });
+  std::stable_sort(report.findings.begin(), report.findings.end(), finding_before);
   report.summary = summarize(all);
   for (const ProcessFacts& p : all.processes) {
     ProcessTimes t;
@@ -270,6 +267,12 @@ Result<Report> analyze(const AnalyzeOptions& options) {
   return report;
 }
 
+bool finding_before(const Finding& a, const Finding& b) {
+  if (a.run_event != b.run_event) return a.run_event > b.run_event;
+  if (a.severity != b.severity) return a.severity > b.severity;
+  return a.impact_s > b.impact_s;
+}
+
 json findings_json(const std::vector<Finding>& findings) {
   json out = json::array();
   for (const auto& f : findings) {
@@ -282,6 +285,9 @@ json findings_json(const std::vector<Finding>& findings) {
                    {"call_sites", f.call_sites},
                    {"pids", f.pids},
                    {"impact_s", f.impact_s},
+                   {"run_event", f.run_event == RunEvent::kEndedRun  ? "ended the run"
+                                 : f.run_event == RunEvent::kFailure ? "failure"
+                                                                     : ""},
                    {"fix", f.fix}});
   }
   return out;
@@ -405,8 +411,9 @@ void print_report(const Report& raw, bool color, FILE* out) {
   fmt::print(out, "{}\n", paint("1", fmt::format("{} finding{}", r.findings.size(), r.findings.size() == 1 ? "" : "s")));
   for (const auto& f : r.findings) {
     const char* code = f.severity == Severity::kError ? "1;31" : f.severity == Severity::kWarning ? "1;33" : "1;36";
-    fmt::print(out, "\n{} {} {}\n", paint(code, fmt::format("[{}]", severity_name(f.severity))),
-               paint("1", f.rule), f.title);
+    fmt::print(out, "\n{} {} {}{}\n", paint(code, fmt::format("[{}]", severity_name(f.severity))),
+               paint("1", f.rule), f.title,
+               f.impact_s > 0 ? fmt::format(" (estimated time lost: {})", seconds_text(f.impact_s)) : "");
     fmt::print(out, "  {}\n", f.message);
     for (const auto& p : f.problems) fmt::print(out, "    - {}\n", p);
     for (const auto& c : f.call_sites) fmt::print(out, "    at {}\n", c);

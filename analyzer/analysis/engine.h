@@ -41,6 +41,8 @@ struct Report {
 Result<Report> analyze(const AnalyzeOptions& options);
 
 nlohmann::json findings_json(const std::vector<Finding>& findings);
+// The order findings are reported in (RunEvent, then severity, then time lost).
+bool finding_before(const Finding& a, const Finding& b);
 // Prints the report as text; every string that can hold a trace's bytes is made safe for a
 // terminal first (control characters escaped: utf8::terminal_safe).
 void print_report(const Report& report, bool color, FILE* out);

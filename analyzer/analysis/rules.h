@@ -45,6 +45,12 @@ struct RuleSpec {
   const std::string& fix_for(const std::string& key) const;  // fixes[key], else fix
 };
 
+// What a finding is about, as the order of a post-mortem sees it: the event that ended the run
+// first (a fatal out-of-memory error, a process that died), then failures the job saw and went
+// on after (a caught out-of-memory error, cuDNN failures that reached the application), then
+// everything else; within each, by severity, then by the time it cost.
+enum class RunEvent { kNone = 0, kFailure = 1, kEndedRun = 2 };
+
 struct Finding {
   std::string rule;
   Severity severity = Severity::kWarning;
@@ -55,7 +61,9 @@ struct Finding {
   std::vector<std::string> call_sites;  // where in the application, Python lines first
   std::vector<uint32_t> pids;
   std::string fix;
-  double impact_s = 0;  // estimated time lost, for ordering
+  double impact_s = 0;  // estimated time lost, for ordering; a time, never another quantity
+  // Whether it is about an event that failed or ended the run, which a post-mortem reads first.
+  RunEvent run_event = RunEvent::kNone;
   // When what it concerns happened (wall clock, Unix epoch ns), for timelines; 0 when the
   // finding is about the whole job. The exports place it at the first process's start then.
   uint64_t at_wall_ns = 0;

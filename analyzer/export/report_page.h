@@ -359,13 +359,13 @@ inline constexpr const char* kPageTail = R"PAGE(</script>
     var sec = document.getElementById('findings');
     var fs = d.findings || [];
     if (!fs.length) { sec.appendChild(el('p', { cls: 'empty', text: 'No findings.' })); return; }
-    sec.appendChild(el('p', { cls: 'note', text: fs.length + ' finding' + (fs.length === 1 ? '' : 's') + ', in the order the analysis ranks them (severity, then estimated time lost).' }));
+    sec.appendChild(el('p', { cls: 'note', text: fs.length + ' finding' + (fs.length === 1 ? '' : 's') + ', in the order the analysis ranks them (what ended the run first, then failures the job went on after, then by severity and estimated time lost).' }));
     fs.forEach(function (f, i) {
       var a = el('article', { cls: 'finding sev-' + f.severity, id: 'finding-' + (i + 1), 'data-rule': f.rule });
       a.appendChild(el('h3', { cls: 'finding-title' }, [el('span', { cls: 'badge ' + f.severity, text: f.severity }), el('span', { text: f.title }), el('span', { cls: 'rule', text: f.rule })]));
       var meta = [];
       if (f.at_s != null) meta.push('at ' + secs(f.at_s) + ' from job start');
-      if (f.impact_s > 0) meta.push('estimated time lost ' + duration(f.impact_s));
+      if (f.impact_s > 0) meta.push('estimated time lost ' + (f.impact_s < 1 ? span(f.impact_s) : duration(f.impact_s)));
       if ((f.pids || []).length) meta.push('processes: ' + f.pids.slice(0, 12).map(function (p) { return labelOfPid[p] || 'pid ' + p; }).join('; ') + (f.pids.length > 12 ? '; and ' + (f.pids.length - 12) + ' more' : ''));
       if (meta.length) a.appendChild(el('div', { cls: 'meta', text: meta.join(' · ') }));
       a.appendChild(el('p', { cls: 'message', text: f.message }));

@@ -215,6 +215,55 @@ TEST(Rules, ResearchStormSaysWhenSearchingStoppedAndThatItIsHarmless) {
   EXPECT_TRUE(run({kRules + "/fixtures/research-storm/quiet/long_startup.jsonl"}, "research-storm").empty());
 }
 
+// Issue 28: a detection-style job, six image sizes through the backbone and a head whose batch is
+// the step's proposal count. The backbone's buckets do not make it harmless: the head's batch is a
+// dynamic dimension, and the cost in the last half decides the severity. Padded to one count,
+// the same job's six sizes are buckets again.
+TEST(Rules, ResearchStormSeesADynamicBatchBehindFewImageSizes) {
+  Finding storm = only_storm("fire/detection_dynamic_batch.jsonl");
+  EXPECT_EQ(storm.evidence["pattern"], "unbounded dynamic shapes");
+  EXPECT_GE(int(storm.severity), int(Severity::kWarning));
+  EXPECT_NE(storm.evidence["varying"].get<std::string>().find("batch varies"), std::string::npos);
+  EXPECT_EQ(storm.message.find("nothing to fix"), std::string::npos) << storm.message;
+  EXPECT_NE(storm.message.find("a run 10 times as long would spend"), std::string::npos) << storm.message;
+  EXPECT_GT(storm.evidence["latest_window_share"].get<double>(), 0.1);
+  EXPECT_NE(storm.fix.find("pad it to a few sizes"), std::string::npos) << storm.fix;
+  ASSERT_FALSE(storm.problems.empty());
+  EXPECT_NE(storm.problems.front().find(",14,14]"), std::string::npos) << "the head's problems first: "
+                                                                       << storm.problems.front();
+
+  Finding padded = only_storm("quiet/detection_padded_proposals.jsonl");
+  EXPECT_EQ(padded.severity, Severity::kInfo);
+  EXPECT_EQ(padded.evidence["pattern"], "shape buckets");
+  EXPECT_EQ(padded.evidence["searching_stopped"], true);
+}
+
+// Issue 28: a post-mortem reads the event that ended the run first, whatever else cost more.
+TEST(Findings, TheEventThatEndedTheRunComesFirst) {
+  AnalyzeOptions o;
+  o.paths = {kRules + "/fixtures/research-storm/fire/unbounded_2d.jsonl",
+             kRules + "/fixtures/oom-postmortem/fire/request_too_large.jsonl"};
+  o.rule_dirs = {kRules};
+  auto r = analyze(o);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_GE(r->findings.size(), 2u);
+  EXPECT_EQ(r->findings[0].rule, "oom-postmortem");
+  EXPECT_EQ(r->findings[0].run_event, RunEvent::kEndedRun);
+  bool storm_after = false;
+  for (size_t i = 1; i < r->findings.size(); ++i) {
+    storm_after = storm_after || (r->findings[i].rule == "research-storm" && r->findings[i].impact_s > 0);
+  }
+  EXPECT_TRUE(storm_after);
+  // Failures the job went on after come before other findings of any severity and cost.
+  Finding caught, costly;
+  caught.run_event = RunEvent::kFailure;
+  caught.severity = Severity::kWarning;
+  costly.severity = Severity::kError;
+  costly.impact_s = 1e6;
+  EXPECT_TRUE(finding_before(caught, costly));
+  EXPECT_FALSE(finding_before(costly, caught));
+}
+
 }  // namespace
 }  // namespace cuprobe::analysis
 

@@ -280,6 +280,7 @@ void out_of_memory(const RuleSpec& spec, const AllFacts& all, const ProcessFacts
   Finding f = make_finding(spec, ev, 0);
   f.at_wall_ns = p.trace->wall_ns(o.ts_ns);
   if (!failures.fatal) f.severity = Severity::kWarning;
+  f.run_event = failures.fatal ? RunEvent::kEndedRun : RunEvent::kFailure;
   f.fix = fix_for(spec, o, why.cause, failures.fatal);
   f.pids.push_back(p.pid);
   if (!o.search_problem.empty()) f.problems.push_back(o.search_problem);
@@ -305,6 +306,7 @@ void unclean_exit(const RuleSpec& spec, const ProcessFacts& p, const Emit& emit)
   Finding f;
   f.rule = spec.id;
   f.severity = Severity::kError;
+  f.run_event = RunEvent::kEndedRun;
   f.title = "A process ended without a clean exit";
   f.message = fmt::format(
       "{} ended without exiting (killed by SIGKILL, the kernel's OOM killer, os._exit, or still running) after {} "

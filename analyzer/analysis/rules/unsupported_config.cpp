@@ -79,6 +79,7 @@ void unsupported_config(const RuleSpec& spec, const AllFacts& all, const Emit& e
                          {"known_cause", first_cause.empty() ? "none recognised" : first_cause},
                          {"items", items}};
     Finding f = make_finding(spec, ev, 0);
+    f.run_event = RunEvent::kFailure;
     f.pids.push_back(p.pid);
     f.problems = problems;
     f.call_sites = top_sites(all, p, stacks, "failures from");
