@@ -119,10 +119,42 @@ void write_api_table() {
   }
 }
 
+// The variables of trace::kRecordedEnv (names and prefixes), one property record each.
+bool recorded_env_name(const char* entry, size_t name_len) {
+  for (const char* n : trace::kRecordedEnv) {
+    if (strlen(n) == name_len && memcmp(n, entry, name_len) == 0) return true;
+  }
+  for (const char* prefix : trace::kRecordedEnvPrefixes) {
+    size_t k = strlen(prefix);
+    if (name_len > k && memcmp(prefix, entry, k) == 0) return true;
+  }
+  return false;
+}
+
+void write_environment() {
+  uint32_t written = 0;
+  for (char** e = environ; e != nullptr && *e != nullptr && written < trace::kMaxEnvRecords; ++e) {
+    const char* eq = strchr(*e, '=');
+    if (eq == nullptr || eq == *e || !recorded_env_name(*e, size_t(eq - *e))) continue;
+    char text[256 + trace::kMaxEnvValue + 1];
+    size_t name_len = size_t(eq - *e) + 1;  // with the '='
+    if (name_len > 256) continue;
+    size_t value_len = strnlen(eq + 1, trace::kMaxEnvValue);
+    memcpy(text, *e, name_len);
+    memcpy(text + name_len, eq + 1, value_len);
+    text[name_len + value_len] = 0;
+    if (uint32_t id = intern_string(text)) {
+      write_property(trace::Property::kEnvironment, id);
+      ++written;
+    }
+  }
+}
+
 }  // namespace
 
 void write_process_records() {
   write_process_info();
+  write_environment();
   write_api_table();
   write_property(trace::Property::kLaunchEvents, g_launch_events ? 1 : 0);
   write_fault_records();

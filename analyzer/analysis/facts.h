@@ -41,6 +41,16 @@ struct Allocation {
   reader::StackId stack;  // where it was allocated, when the trace has the stack
 };
 
+// An allocation or free that allocation-churn counts (not a search's, not a pool's, not a retry's).
+struct ChurnCall {
+  uint64_t ts_ns = 0;
+  uint64_t dur_ns = 0;
+  uint64_t size = 0;
+  bool alloc = false;
+  bool physical = false;  // a physical handle (cuMemCreate/cuMemRelease): expandable segments
+  bool again = false;     // an allocation of a size this process freed before: the same memory taken back
+};
+
 // One device's memory as the process used it, over every path: the runtime's allocations
 // (cudaMalloc, cudaMallocAsync and pools, managed memory), the driver's (cuMemAlloc*, and the
 // virtual memory API: reservations, physical handles from cuMemCreate, mappings).
@@ -262,6 +272,16 @@ struct ProcessFacts {
   // When every allocation and free that churn counts happened, in time order (the first 2^20):
   // whether churn lasted through the job or died down.
   std::vector<uint64_t> churn_call_ts;
+  // The same calls with what tells churn from growth (issue 28), in the same order.
+  std::vector<ChurnCall> churn_calls;
+  // Frees the caching allocator made to retry a failed request (after a failed allocation on the
+  // same thread, before its next one): the out-of-memory story, never churn.
+  uint64_t retry_frees = 0;
+  // Which of PyTorch's allocators the trace shows at work (allocations by path, all of the run)
+  // and what the job configured (PYTORCH_CUDA_ALLOC_CONF, or PYTORCH_ALLOC_CONF; "" unset or not
+  // recorded).
+  uint64_t plain_allocs = 0, physical_allocs = 0, pooled_allocs = 0;
+  std::string alloc_conf;
   std::vector<CudnnFailure> cudnn_failures;
   std::map<uint64_t, ProblemUse> problems;  // by problem hash
   std::vector<std::string> last_calls;       // the process's final calls, for unfinished traces

@@ -526,6 +526,13 @@ class JsonlTrace : public Trace {
     for (uint32_t key = 1; key < 16; ++key) {
       if (const char* name = property_name(key); name && j.contains(name)) properties[key] = i64(j, name);
     }
+    if (const json* env = find(j, "environment")) {
+      if (!env->is_object()) bad("environment", *env, "an object of strings");
+      for (auto it = env->begin(); it != env->end() && p.environment.size() < trace::kMaxEnvRecords; ++it) {
+        if (!it.value().is_string()) bad("environment", it.value(), "a string");
+        p.environment[it.key()] = it.value().get<std::string>();
+      }
+    }
     std::map<int, Device> devices;
     for (const auto& d : array(j, "devices")) {
       if (!d.is_object()) bad("devices", d, "an object");

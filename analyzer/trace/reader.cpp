@@ -599,6 +599,12 @@ void TraceFile::resolve_after_scan(const trace::FileHeader& hdr, std::vector<std
     stacks_[id].python.push_back(PyFrame{string(StringId(f.file)), string(StringId(f.function)), f.line});
   }
   raw_python_.clear();
+  for (uint32_t id : raw_env_) {
+    const std::string& text = string(StringId(id));
+    size_t eq = text.find('=');
+    if (eq != std::string::npos && eq > 0) process_.environment[text.substr(0, eq)] = text.substr(eq + 1);
+  }
+  raw_env_.clear();
   std::sort(modules_.begin(), modules_.end(), [](const Module& a, const Module& b) { return a.start < b.start; });
   for (FaultRule& fr : fault_rules_) {
     fr.matched = hdr.fault_matched[fr.index];
@@ -1087,6 +1093,13 @@ void TraceFile::read_property(const RecordAt& at) {
     return;
   }
   auto* r = reinterpret_cast<const trace::PropertyRecord*>(at.rec);
+  if (trace::Property(r->key) == trace::Property::kEnvironment) {
+    // A string id, resolved once every chunk was read (resolve_after_scan).
+    if (r->value > 0 && r->value <= UINT32_MAX && raw_env_.size() < trace::kMaxEnvRecords) {
+      raw_env_.push_back(uint32_t(r->value));
+    }
+    return;
+  }
   properties_[r->key] = r->value;
 }
 

@@ -89,6 +89,8 @@ struct Process {
   std::vector<std::string> cmdline;
   std::string exe;
   std::string cwd;
+  // The configuration variables it had (trace::kRecordedEnv): PYTORCH_CUDA_ALLOC_CONF, NCCL_*, ...
+  std::map<std::string, std::string> environment;
 };
 
 struct Device {
@@ -525,6 +527,7 @@ class TraceFile : public Trace {
   uint64_t last_ticks_ = 0;
   Clock clock_;
   std::vector<std::pair<uint32_t, const trace::CrashRecord*>> raw_crashes_;  // (tid, record)
+  std::vector<uint32_t> raw_env_;  // string ids of Property::kEnvironment records
   std::vector<std::pair<uint32_t, const trace::PinRecord*>> raw_pins_;       // (tid, record)
   std::vector<RawCount> raw_counts_;
   std::vector<std::pair<uint32_t, const trace::CallRecord*>> maybe_handles_;  // (tid, record) before the API table

@@ -120,6 +120,12 @@ void print_process(const reader::Trace& t, JsonLine& j) {
   for (const auto& [key, value] : t.properties()) {
     if (const char* name = reader::property_name(key)) j.inum(name, value);
   }
+  if (!p.environment.empty()) {
+    JsonLine env;
+    env.begin();
+    for (const auto& [name, value] : p.environment) env.str(name.c_str(), value);
+    j.raw("environment", env.finish());
+  }
   std::string devices = "[";
   for (const auto& [index, d] : t.devices()) {
     JsonLine dj;

@@ -391,7 +391,25 @@ enum class Property : uint32_t {
   // Plan pinning (CUPROBE_PIN_PLANS; docs/plan-pinning.md): how many pinned plans the process
   // read from its plan file (0: the file could not be used, nothing was steered).
   kPinnedPlans = 8,
+  // One per environment variable the process had of those kRecordedEnv names (set when the
+  // process started tracing): the id of an interned string "NAME=VALUE" (the value cut to
+  // kMaxEnvValue bytes). What the allocator and libraries were told (PYTORCH_CUDA_ALLOC_CONF, ...),
+  // for advice that fits the job's configuration and for comparing runs.
+  kEnvironment = 9,
 };
+
+// The environment variables a trace records (Property::kEnvironment): these names, and every name
+// that starts with one of kRecordedEnvPrefixes. Configuration only: nothing that usually holds a
+// credential.
+inline constexpr const char* kRecordedEnv[] = {
+    "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING", "CUDA_LAUNCH_BLOCKING",
+    "CUDA_VISIBLE_DEVICES", "CUDA_MODULE_LOADING", "CUDA_DEVICE_MAX_CONNECTIONS", "CUBLAS_WORKSPACE_CONFIG",
+    "CUBLASLT_WORKSPACE_SIZE", "NVIDIA_TF32_OVERRIDE", "TORCH_CUDNN_V8_API_LRU_CACHE_LIMIT",
+    "TORCH_CUDNN_V8_API_DISABLED", "TORCH_CUDNN_SDPA_ENABLED", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+    "CUDNN_LOGLEVEL_DBG", "OMP_NUM_THREADS"};
+inline constexpr const char* kRecordedEnvPrefixes[] = {"CUPROBE_", "NCCL_", "TORCH_NCCL_"};
+inline constexpr uint32_t kMaxEnvValue = 1024;
+inline constexpr uint32_t kMaxEnvRecords = 128;
 
 struct PropertyRecord {
   RecordHeader h;

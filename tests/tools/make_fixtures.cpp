@@ -1055,6 +1055,74 @@ void unsupported_config() {
   quiet.write("unsupported-config/quiet/routine_rejection.jsonl");
 }
 
+// Issue 28: what the calls are, told apart. torch.cuda.empty_cache() after each step gives four
+// cached segments back in a burst and the next step takes the same sizes again (fire, kind
+// empty_cache); expandable segments releasing and creating the same pages every step (fire,
+// kind expandable segments); shapes growing until the device is full under the native allocator,
+// whose frees come after failed requests (release and retry) and whose allocations are new,
+// larger sizes (quiet: growth, info at most); the same growth under expandable segments, pages
+// only ever added (quiet).
+void allocation_churn_kinds() {
+  {
+    Trace fire(1605);
+    for (int step = 0; step < 100; ++step) {
+      std::vector<uint64_t> segs;
+      for (uint64_t mib : {512, 256, 128, 40}) segs.push_back(fire.malloc(mib * kMiB, 0, 2'000'000));
+      fire.stream_sync(5'000'000);
+      for (uint64_t p : segs) fire.free(p, 1'500'000);
+      fire.wait(20'000'000);
+    }
+    fire.write("allocation-churn/fire/empty_cache_bursts.jsonl");
+  }
+  {
+    Trace fire(1606);
+    uint64_t handle = 0x100;
+    for (int step = 0; step < 100; ++step) {
+      std::vector<uint64_t> made;
+      for (int i = 0; i < 4; ++i) {
+        fire.call("cuMemCreate", 400'000).hex("handle", ++handle).i("size", int64_t(20 * kMiB)).i("location_type", 1)
+            .hex("handle_types", 1).hex("caller", 0x7e0000001000);
+        made.push_back(handle);
+      }
+      fire.stream_sync(5'000'000);
+      for (uint64_t h : made) fire.call("cuMemRelease", 300'000).hex("handle", h);
+      fire.wait(20'000'000);
+    }
+    fire.write("allocation-churn/fire/expandable_remap.jsonl");
+  }
+  {
+    Trace quiet(1607, -1, "node0", 80 * kGiB);
+    std::vector<uint64_t> cached;
+    double size = 64 * kMiB;
+    for (int step = 0; step < 40; ++step, size *= 1.12) {
+      uint64_t want = uint64_t(size) & ~uint64_t(2 * kMiB - 1);
+      if (step % 8 == 7) {  // the device is full: the request fails, the cache is released, it is retried
+        quiet.malloc(want, 2, 1'000'000);
+        for (uint64_t p : cached) quiet.free(p, 1'500'000);
+        cached.clear();
+      }
+      cached.push_back(quiet.malloc(want, 0, 3'000'000));
+      cached.push_back(quiet.malloc(want / 2, 0, 3'000'000));
+      quiet.stream_sync(5'000'000);
+      quiet.wait(20'000'000);
+    }
+    quiet.write("allocation-churn/quiet/growth_with_retries.jsonl");
+  }
+  {
+    Trace quiet(1608);
+    uint64_t handle = 0x100;
+    for (int step = 0; step < 60; ++step) {
+      for (int i = 0; i < 3; ++i) {
+        quiet.call("cuMemCreate", 400'000).hex("handle", ++handle).i("size", int64_t(20 * kMiB)).i("location_type", 1)
+            .hex("handle_types", 1).hex("caller", 0x7e0000001000);
+      }
+      quiet.stream_sync(5'000'000);
+      quiet.wait(20'000'000);
+    }
+    quiet.write("allocation-churn/quiet/expandable_growth.jsonl");
+  }
+}
+
 void allocation_churn() {
   {
     Trace fire(1601);
@@ -1094,6 +1162,7 @@ void allocation_churn() {
     settles.wait(20'000'000);
   }
   settles.write("allocation-churn/quiet/settles.jsonl");
+  allocation_churn_kinds();
 }
 
 // Plan pinning: a run whose every selection ended on the pinned plan (quiet: analyze's summary

@@ -295,6 +295,17 @@ Cost measure_cost(const ProcessFacts& p, const std::vector<Searched>& searched, 
   return c;
 }
 
+// The operations searched, in words ("conv_dgrad, conv_fwd").
+std::string ops_of(const std::vector<Searched>& searched) {
+  std::set<std::string> ops;
+  for (const auto& s : searched) {
+    if (!s.shape.op.empty()) ops.insert(s.shape.op);
+  }
+  std::string list;
+  for (const auto& o : ops) list += (list.empty() ? "" : ", ") + o;
+  return list.empty() ? "cuDNN problems" : list;
+}
+
 void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit) {
   const double min_late = spec.param("min_late_searches");
   const double min_half = spec.param("min_last_half_searches");
@@ -389,13 +400,7 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
     }
     if (v.benign) v.summary += " — nothing to fix";
 
-    std::set<std::string> ops;
-    for (const auto& s : searched) {
-      if (!s.shape.op.empty()) ops.insert(s.shape.op);
-    }
-    std::string op_list;
-    for (const auto& o : ops) op_list += (op_list.empty() ? "" : ", ") + o;
-    if (op_list.empty()) op_list = "cuDNN problems";
+    const std::string op_list = ops_of(searched);
     // Searches per tenth of the job, to show whether they die down.
     std::vector<int> timeline(10, 0);
     for (const auto& s : searched) {

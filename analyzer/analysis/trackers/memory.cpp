@@ -118,8 +118,17 @@ void MemoryTracker::on_alloc(const reader::Event& e, const ApiView& v) {
   // A benchmark search's own workspace, and the cache PyTorch empties once it has timed the
   // candidates, are the search's cost (research-storm), not churn.
   const std::string* selecting = searches_.selecting(e.tid);
+  if (e.ret == 0) ++(v.physical ? physical_allocs_ : pooled ? pooled_allocs_ : plain_allocs_);
   if (e.ret == 0 && !flushing && !pooled && selecting == nullptr) {
-    if (churn_ts_.size() < kMaxChurnTimes) churn_ts_.push_back(e.ts_ns);
+    if (churn_ts_.size() < kMaxChurnTimes) {
+      churn_ts_.push_back(e.ts_ns);
+      ChurnCall c{e.ts_ns, e.dur_ns, size, true, v.physical, false};
+      if (auto it = freed_sizes_.find(size); it != freed_sizes_.end()) {
+        c.again = true;
+        if (--it->second == 0) freed_sizes_.erase(it);
+      }
+      churn_calls_.push_back(c);
+    }
     for (Churn* c : {warmup_.past_fraction(e.ts_ns) ? &after_fraction_ : nullptr,
                      warmup_.past_second_pass(e.ts_ns) ? &after_second_pass_ : nullptr}) {
       if (c == nullptr) continue;
@@ -215,8 +224,15 @@ void MemoryTracker::on_alloc(const reader::Event& e, const ApiView& v) {
 void MemoryTracker::on_free(const reader::Event& e, const ApiView& v) {
   bool flushing = last_oom_of_thread_.count(e.tid) != 0;
   bool pooled = (v.flags & trace::kApiPooled) != 0;
+  auto gone = replay_.free(v.physical, field(e, v.ptr));
+  if (flushing && !pooled) ++retry_frees_;
   if (!flushing && !pooled && searches_.selecting(e.tid) == nullptr) {
-    if (churn_ts_.size() < kMaxChurnTimes) churn_ts_.push_back(e.ts_ns);
+    if (churn_ts_.size() < kMaxChurnTimes) {
+      churn_ts_.push_back(e.ts_ns);
+      uint64_t size = gone ? gone->size : 0;
+      churn_calls_.push_back(ChurnCall{e.ts_ns, e.dur_ns, size, false, v.physical, false});
+      if (size != 0 && freed_sizes_.size() < kMaxChurnTimes) ++freed_sizes_[size];
+    }
     for (Churn* c : {warmup_.past_fraction(e.ts_ns) ? &after_fraction_ : nullptr,
                      warmup_.past_second_pass(e.ts_ns) ? &after_second_pass_ : nullptr}) {
       if (c == nullptr) continue;
@@ -224,7 +240,6 @@ void MemoryTracker::on_free(const reader::Event& e, const ApiView& v) {
       c->ns += e.dur_ns;
     }
   }
-  auto gone = replay_.free(v.physical, field(e, v.ptr));
   if (!gone) return;
   release(gone->block, v.physical, pooled);
   recent_frees_.emplace_back(e.ts_ns, gone->size);
@@ -334,6 +349,15 @@ void MemoryTracker::finish(ProcessFacts& f) {
   f.steady_alloc_bytes = steady.bytes;
   f.steady_alloc_stacks = steady.stacks;
   f.churn_call_ts = std::move(churn_ts_);
+  f.churn_calls = std::move(churn_calls_);
+  f.retry_frees = retry_frees_;
+  f.plain_allocs = plain_allocs_;
+  f.physical_allocs = physical_allocs_;
+  f.pooled_allocs = pooled_allocs_;
+  for (const char* name : {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"}) {
+    auto it = trace_.process().environment.find(name);
+    if (it != trace_.process().environment.end() && f.alloc_conf.empty()) f.alloc_conf = it->second;
+  }
   for (auto& [d, m] : memory_) {
     auto it = trace_.devices().find(d);
     if (it != trace_.devices().end()) m.total_mem = it->second.total_mem;

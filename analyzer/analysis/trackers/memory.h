@@ -108,6 +108,11 @@ class MemoryTracker {
   // rules that ask whether churn lasted or died down.
   static constexpr size_t kMaxChurnTimes = size_t(1) << 20;
   std::vector<uint64_t> churn_ts_;
+  std::vector<ChurnCall> churn_calls_;
+  // Bytes-exact sizes of blocks given back by churn frees and not taken again yet, with counts.
+  std::unordered_map<uint64_t, uint32_t> freed_sizes_;
+  uint64_t retry_frees_ = 0;
+  uint64_t plain_allocs_ = 0, physical_allocs_ = 0, pooled_allocs_ = 0;
 };
 
 }  // namespace cuprobe::analysis
