@@ -17,6 +17,11 @@ application outcome containing TEXT (e.g. "stopped": the failure reached the app
 counts as an expected detection (a true positive when shown, a false negative when not).
 "summary": {"dotted.key": {op: V}} checks the analysis summary (ranks and where they came from)
 with the same operators; each key counts like an expected detection.
+A fire entry with "first": true must be matched by the FIRST finding of the report (the event that
+ended the run comes first). "stderr": [{"contains": TEXT, "and": TEXT?}] expects a line of the
+scenario's standard error (LOGS/<name>.err; LOGS defaults to the findings directory's sibling
+logs/, as run_corpus.sh writes it) holding both texts (a live alert); each counts like an expected
+detection.
 Exit status 0 unless the command line is wrong.
 """
 import argparse
@@ -95,8 +100,9 @@ def matches(entry, f):
     return None
 
 
-def score_scenario(name, expected, result):
-    """result: parsed analyze --json output, or None when missing/unreadable."""
+def score_scenario(name, expected, result, stderr=None):
+    """result: parsed analyze --json output, or None when missing/unreadable; stderr: the
+    scenario's standard error as text, None when not available."""
     row = {"scenario": name, "tp": 0, "fn": 0, "fp": 0, "details": []}
     fire = expected.get("fire") or []
     allow = set(expected.get("allow") or [])
@@ -119,7 +125,7 @@ def score_scenario(name, expected, result):
     for e in fire:
         reasons = []
         ok = False
-        for f in findings:
+        for f in findings[:1] if e.get("first") else findings:
             why = matches(e, f)
             if why is None:
                 ok = True
@@ -130,6 +136,8 @@ def score_scenario(name, expected, result):
             row["tp"] += 1
         else:
             row["fn"] += 1
+            if e.get("first") and not reasons:
+                reasons = ["the first finding is %s, not this rule's" % (findings[0].get("rule") if findings else "none")]
             row["details"].append("missed %s: %s" % (e["rule"], "; ".join(reasons[:3]) or "rule did not fire"))
     summary = result.get("summary") or {}
     for key, ops in (expected.get("summary") or {}).items():
@@ -143,6 +151,17 @@ def score_scenario(name, expected, result):
         else:
             row["tp"] += 1
             row["found"] += "; summary %s=%s" % (key, json.dumps(have))
+    for e in expected.get("stderr") or []:
+        want = [e["contains"]] + ([e["and"]] if e.get("and") else [])
+        row["expected"] += ("; " if row["expected"] else "") + "stderr %s" % " + ".join(repr(w) for w in want)
+        lines = (stderr or "").splitlines()
+        if any(all(w in line for w in want) for line in lines):
+            row["tp"] += 1
+            row["found"] += "; stderr line"
+        else:
+            row["fn"] += 1
+            row["details"].append("missed stderr line with %s%s" % (" and ".join(repr(w) for w in want),
+                                                                     "" if stderr is not None else " (no stderr log)"))
     fault_rows = result.get("faults")
     if fault_rows is None:
         fault_rows = (result.get("summary") or {}).get("faults") or []
@@ -201,6 +220,8 @@ def main(argv=None):
     ap.add_argument("--json", dest="json_out", help="write the scores here")
     ap.add_argument("--cuprobe", help="cuprobe binary, to (re)analyze --traces first")
     ap.add_argument("--traces", help="directory of <scenario>/ trace directories")
+    ap.add_argument("--logs", help="directory of <scenario>.err standard error logs (default: the findings "
+                    "directory's sibling logs/)")
     ap.add_argument("names", nargs="*", help="only these scenarios")
     a = ap.parse_args(argv)
     if bool(a.cuprobe) != bool(a.traces):
@@ -223,9 +244,15 @@ def main(argv=None):
     if a.traces:
         findings_dir = findings_dir or tempfile.mkdtemp(prefix="cuprobe-findings.")
         analyze_traces(a.cuprobe, a.traces, findings_dir, list(scen))
+    logs = a.logs or os.path.join(os.path.dirname(os.path.abspath(findings_dir)), "logs")
     rows = []
     for name, exp in scen.items():
-        rows.append(score_scenario(name, exp, load_json(os.path.join(findings_dir, name + ".json"))))
+        try:
+            with open(os.path.join(logs, name + ".err"), errors="replace") as fh:
+                stderr = fh.read()
+        except OSError:
+            stderr = None
+        rows.append(score_scenario(name, exp, load_json(os.path.join(findings_dir, name + ".json")), stderr))
     tp = sum(r["tp"] for r in rows)
     fn = sum(r["fn"] for r in rows)
     fp = sum(r["fp"] for r in rows)

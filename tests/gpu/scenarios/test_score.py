@@ -62,6 +62,20 @@ def main():
         "summary": {"rank_sources": ["env"], "unranked_processes": 0,
                     "faults": [{"rule": "every-plan", "injected": 39, "outcomes": {"stopped": 1}}]},
         "findings": []})
+    # h: "first": the OOM is matched only as the report's first finding (here it is second: FN);
+    # i: the same with the OOM first (TP), and a stderr line holding both texts (TP) in logs/
+    oom_first = {"rule": "oom-postmortem", "min_severity": "error", "first": True}
+    write(os.path.join(scen, "h-first", "expected.json"), {"description": "", "exclusive": True, "fire": [oom_first],
+                                                           "allow": ["allocation-churn"]})
+    write(os.path.join(fnd, "h-first.json"), {"summary": {}, "findings": [
+        finding("allocation-churn", "warning"), finding("oom-postmortem", "error")]})
+    write(os.path.join(scen, "i-first-stderr", "expected.json"), {
+        "description": "", "exclusive": True, "fire": [oom_first], "allow": [],
+        "stderr": [{"contains": "cuprobe alert:", "and": "keep arriving"}, {"contains": "never written"}]})
+    write(os.path.join(fnd, "i-first-stderr.json"), {"summary": {}, "findings": [finding("oom-postmortem", "error")]})
+    os.makedirs(os.path.join(tmp, "logs"))
+    with open(os.path.join(tmp, "logs", "i-first-stderr.err"), "w") as fh:
+        fh.write("noise\ncuprobe alert: pid 1: new cuDNN problems keep arriving: 112\n")
     # f: findings file missing
     write(os.path.join(scen, "f-missing", "expected.json"), {"description": "", "exclusive": False, "fire": [], "allow": []})
 
@@ -87,14 +101,19 @@ def main():
     expect(rows["f-missing"]["verdict"] == "MISSING", "f-missing reported")
     expect(rows["g-faults"]["tp"] == 2 and rows["g-faults"]["fn"] == 1, "g-faults: fault outcome and one summary "
            "key found, rank_sources missed, got %s" % [rows["g-faults"]["tp"], rows["g-faults"]["fn"]])
-    expect(res["tp"] == 4 and res["fn"] == 4 and res["fp"] == 1, "totals TP 4 FN 4 FP 1, got %s" %
+    expect(rows["h-first"]["fn"] == 1 and "the first finding is allocation-churn" in " ".join(rows["h-first"]["details"]),
+           "h-first: an OOM below another finding misses 'first', got %s" % rows["h-first"]["details"])
+    expect(rows["i-first-stderr"]["tp"] == 2 and rows["i-first-stderr"]["fn"] == 1,
+           "i-first-stderr: first OOM and one stderr line found, one missed, got %s" %
+           [rows["i-first-stderr"]["tp"], rows["i-first-stderr"]["fn"]])
+    expect(res["tp"] == 6 and res["fn"] == 6 and res["fp"] == 1, "totals TP 6 FN 6 FP 1, got %s" %
            [res["tp"], res["fn"], res["fp"]])
     expect("precision" in text and "a-pass" in text, "table printed")
     if failures:
         print(text)
         print("FAILED:", *failures, sep="\n  ")
         return 1
-    print("test_score: all %d checks passed" % 10)
+    print("test_score: all %d checks passed" % 12)
     return 0
 
 

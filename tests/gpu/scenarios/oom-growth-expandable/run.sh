@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# oom-growth-expandable: tests/gpu/scenarios/oom-growth/prog.py under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+# Run by run_corpus.sh: cwd = repo root; CUPROBE, TRACE_DIR, SCEN set.
+: "${CUPROBE:?}" "${TRACE_DIR:?}" "${SCEN:?}"
+PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True timeout -k 10 90 "$CUPROBE" record -q -o "$TRACE_DIR" -- python3 "$SCEN/../oom-growth/prog.py"
