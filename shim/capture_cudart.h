@@ -10,6 +10,7 @@
 
 #include "driver_entry.h"
 #include "hook.h"
+#include "mem_sample.h"
 
 namespace cuprobe::shim {
 
@@ -44,6 +45,7 @@ template <>
 struct Capture<ApiId::cudaMallocAsync> {
   static constexpr const char* kFields = "ptr:p,size:u,caller:p";
   static void after(CallWriter& w, cudaError_t r, void** p, size_t size, cudaStream_t s) {
+    note_pool_in_use(nullptr);  // the device's current pool
     w.p(out_ptr(r, p));
     w.u(size);
     w.p(caller_of(w.thread()));
@@ -64,6 +66,7 @@ template <>
 struct Capture<ApiId::cudaMallocFromPoolAsync> {
   static constexpr const char* kFields = "ptr:p,size:u,pool:p,caller:p";
   static void after(CallWriter& w, cudaError_t r, void** p, size_t size, cudaMemPool_t pool, cudaStream_t s) {
+    note_pool_in_use(pool);
     w.p(out_ptr(r, p));
     w.u(size);
     w.p(pool);
@@ -161,6 +164,23 @@ struct Capture<ApiId::cudaMemGetInfo> {
     bool ok = r == cudaSuccess;
     w.u(ok && free_bytes ? *free_bytes : 0);
     w.u(ok && total ? *total : 0);
+  }
+};
+
+// The attributes that are byte counts (cuuint64_t) rather than int flags.
+inline bool pool_attr_is_bytes(int attr) { return attr >= int(cudaMemPoolAttrReleaseThreshold); }
+
+template <>
+struct Capture<ApiId::cudaMemPoolGetAttribute> {
+  static constexpr const char* kFields = "pool:p,attr:i,value:u";
+  static void after(CallWriter& w, cudaError_t r, cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) {
+    w.p(pool);
+    w.i(int(attr));
+    uint64_t v = 0;
+    if (r == cudaSuccess && value != nullptr) {
+      v = pool_attr_is_bytes(int(attr)) ? *static_cast<const uint64_t*>(value) : uint64_t(*static_cast<const int*>(value));
+    }
+    w.u(v);
   }
 };
 

@@ -24,6 +24,12 @@ uint64_t g_last[trace::kMaxDevices];  // ticks of the device's last sample, 0 ne
 uint32_t g_atexit_registered;
 int g_atexit_pid;  // the process that registered the handler (a forked child inherits it)
 void* g_exchange_capture_mode[2];  // cudaThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode
+// Pools (issue 28): whether the process allocated from the device's current pool, and the explicit
+// pools it allocated from (first come, lock-free: a slot is claimed by compare-and-swap).
+constexpr int kMaxSampledPools = 4;
+uint32_t g_current_pool_used;
+void* g_pools[kMaxSampledPools];
+void* g_pool_fns[2];  // cudaDeviceGetMemPool, cudaMemPoolGetAttribute (the real one)
 
 // While a stream is being captured into a CUDA graph in the global mode, calls that might
 // synchronize are refused and invalidate the capture. A sample switches the calling thread to
@@ -49,6 +55,49 @@ ApiId sample_api(bool driver) {
   return !driver && real_function(ApiId::cudaMemGetInfo) != nullptr ? ApiId::cudaMemGetInfo : ApiId::cuMemGetInfo_v2;
 }
 
+void* pool_fn(int slot, const char* name) {
+  void* p = __atomic_load_n(&g_pool_fns[slot], __ATOMIC_ACQUIRE);
+  if (p == nullptr) {
+    p = resolve_in_library(trace::Library::kCudart, name);
+    if (p != nullptr) __atomic_store_n(&g_pool_fns[slot], p, __ATOMIC_RELEASE);
+  }
+  return p;
+}
+
+// What each pool in use on `device` holds reserved and in use: one cudaMemPoolGetAttribute record
+// per attribute, flagged as a sample. Runtime path only (pools are the runtime's here).
+void sample_pools(ThreadState& t, int device) {
+  using GetPoolFn = int (*)(cudaMemPool_t*, int);
+  using GetAttrFn = int (*)(cudaMemPool_t, cudaMemPoolAttr, void*);
+  auto get_attr = reinterpret_cast<GetAttrFn>(pool_fn(1, "cudaMemPoolGetAttribute"));
+  if (get_attr == nullptr) return;
+  void* pools[kMaxSampledPools + 1];
+  int n = 0;
+  if (__atomic_load_n(&g_current_pool_used, __ATOMIC_RELAXED)) {
+    auto get_pool = reinterpret_cast<GetPoolFn>(pool_fn(0, "cudaDeviceGetMemPool"));
+    cudaMemPool_t current = nullptr;
+    if (get_pool != nullptr && get_pool(&current, device) == 0 && current != nullptr) pools[n++] = current;
+  }
+  for (void*& slot : g_pools) {
+    void* p = __atomic_load_n(&slot, __ATOMIC_ACQUIRE);
+    if (p == nullptr) break;
+    bool seen = false;
+    for (int k = 0; k < n; ++k) seen = seen || pools[k] == p;
+    if (!seen) pools[n++] = p;
+  }
+  for (int k = 0; k < n; ++k) {
+    static constexpr cudaMemPoolAttr kAttrs[] = {cudaMemPoolAttrReservedMemCurrent, cudaMemPoolAttrUsedMemCurrent};
+    for (cudaMemPoolAttr attr : kAttrs) {
+      uint64_t value = 0;
+      uint64_t start = now_ticks();
+      int ret = get_attr(static_cast<cudaMemPool_t>(pools[k]), attr, &value);
+      uint64_t fields[3] = {reinterpret_cast<uint64_t>(pools[k]), uint64_t(int64_t(attr)), ret == 0 ? value : 0};
+      write_plain_call(t, ApiId::cudaMemPoolGetAttribute, ret, start, now_ticks() - start, fields, 3, device, false,
+                       trace::kCallSample);
+    }
+  }
+}
+
 void sample(ThreadState& t, ApiId api) {
   using InfoFn = int (*)(size_t*, size_t*);  // cudaMemGetInfo and cuMemGetInfo_v2 alike
   auto fn = reinterpret_cast<InfoFn>(real_function(api));
@@ -57,6 +106,7 @@ void sample(ThreadState& t, ApiId api) {
   size_t free_bytes = 0, total = 0;
   bool runtime = api == ApiId::cudaMemGetInfo;
   int previous = exchange_capture_mode(runtime, int(cudaStreamCaptureModeRelaxed));
+  if (runtime) sample_pools(t, device);
   uint64_t start = now_ticks();
   int ret = fn(&free_bytes, &total);
   uint64_t end = now_ticks();
@@ -79,6 +129,26 @@ void mem_sample_configure() {
   uint64_t ms = env_number(env::Id::kMemSampleMs);
   g_periodic = ms != 0;
   g_interval_ticks = uint64_t(double(ms) * 1e6 * clock_ticks_per_ns());
+}
+
+namespace {
+
+}  // namespace
+
+void note_pool_in_use(void* pool) {
+  if (pool == nullptr) {
+    if (!__atomic_load_n(&g_current_pool_used, __ATOMIC_RELAXED)) __atomic_store_n(&g_current_pool_used, 1u, __ATOMIC_RELAXED);
+    return;
+  }
+  for (void*& slot : g_pools) {
+    void* p = __atomic_load_n(&slot, __ATOMIC_ACQUIRE);
+    if (p == pool) return;
+    if (p == nullptr) {
+      void* expected = nullptr;
+      if (__atomic_compare_exchange_n(&slot, &expected, pool, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return;
+      if (expected == pool) return;
+    }
+  }
 }
 
 namespace {

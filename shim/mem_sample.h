@@ -18,6 +18,12 @@ namespace cuprobe::shim {
 
 void mem_sample_configure();
 
+// A stream-ordered pool the process allocates from (nullptr: the device's current pool, as
+// cudaMallocAsync uses). Memory samples then also ask each pool what it holds reserved and in
+// use (cudaMemPoolGetAttribute), written before the device's own account so that the analysis
+// counts what pools keep after frees as seen. At most kMaxSampledPools explicit pools.
+void note_pool_in_use(void* pool);
+
 // After an allocation event on `device` (the thread's guard held). `driver`: the allocation was
 // a driver call, which may come from inside the runtime: the sample then asks the driver only.
 void maybe_sample_memory(ThreadState& t, int device, bool failed, bool driver);

@@ -84,6 +84,7 @@ struct MemoryCoverage {
   uint64_t seen_then = 0;
   uint64_t total = 0;
   uint64_t last_unaccounted = 0;
+  bool pools_sampled = false;  // pools' reserved memory came from the shim's samples, not their peak
 };
 
 struct OomEvent {

@@ -44,6 +44,7 @@ inline constexpr uint64_t VaFree = trace::kApiVaFree;
 inline constexpr uint64_t Map = trace::kApiMap;
 inline constexpr uint64_t Unmap = trace::kApiUnmap;
 inline constexpr uint64_t MemInfo = trace::kApiMemInfo;
+inline constexpr uint64_t PoolInfo = trace::kApiPoolInfo;
 inline constexpr uint64_t EntryPoint = trace::kApiEntryPoint;
 inline constexpr uint64_t OomReport = trace::kApiOomReport;
 inline constexpr uint64_t Pooled = trace::kApiPooled;

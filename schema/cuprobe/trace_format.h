@@ -290,11 +290,15 @@ enum ApiFlags : uint64_t {
   // Records an event on a stream (field event): with kApiEventTiming, tells which calls a measured
   // time spans (a benchmark search times one plan execution between two records).
   kApiEventRecord = 1ull << 33,
+  // Reports an attribute of a stream-ordered memory pool (fields pool, attr, value): with the
+  // memory samples, the bytes a pool holds reserved (cudaMemPoolAttrReservedMemCurrent) and in use
+  // (cudaMemPoolAttrUsedMemCurrent), so that memory a pool keeps after frees counts as seen.
+  kApiPoolInfo = 1ull << 34,
 };
 
 // Role flags a later cuprobe added without a new trace format: a reader adds them, by API name,
 // to the flags of a file recorded before them.
-inline constexpr uint64_t kApiLaterRoleFlags = kApiEventRecord;
+inline constexpr uint64_t kApiLaterRoleFlags = kApiEventRecord | kApiPoolInfo;
 
 // Field encoding inside ApiInfo::fields: "name:t,name:t" with t one of
 //   p pointer or handle (printed in hex)   u unsigned   i signed   x flags (hex)

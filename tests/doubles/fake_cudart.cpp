@@ -19,6 +19,13 @@
 //                             copies apart
 //   FAKECUDA_DEVICE_NAME      the device name cudaGetDeviceProperties reports, as the driver
 //                             double's cuDeviceGetName does (default "cuprobe test double")
+// Stream-ordered allocations (cudaMallocAsync, cudaMallocFromPoolAsync) come from one pool per
+// device that keeps freed memory reserved, as PyTorch's cudaMallocAsync backend sets it up (release
+// threshold at the maximum): cudaMemGetInfo counts the pool's reserved bytes as used, and
+// cudaDeviceGetMemPool / cudaMemPoolGetAttribute report them (reserved and used, current). A
+// request takes the smallest free block of the pool that holds it (the rest stays free) or
+// reserves a new block of its size: free blocks are never merged, so a job whose requests grow
+// leaves the pool holding more than it ever had live, as the real pool can.
 // Errors are sticky per thread the way the runtime reports them: cudaGetLastError returns and
 // clears the last error, cudaPeekAtLastError returns it.
 //
@@ -73,6 +80,11 @@ struct State {
   std::mutex mu;
   std::unordered_map<uintptr_t, std::pair<int, uint64_t>> allocations;  // ptr -> (device, size)
   uint64_t live[64] = {};
+  // The stream-ordered pool of each device: bytes reserved on the device, bytes allocated from it.
+  uint64_t pool_reserved[64] = {};
+  uint64_t pool_used[64] = {};
+  std::unordered_map<uintptr_t, std::pair<int, uint64_t>> pooled;  // ptr -> (device, size)
+  std::vector<uint64_t> pool_free[64];  // sizes of the pool's free blocks
   uintptr_t next_addr = 0x7f0000000000ull;
   std::atomic<uintptr_t> next_handle{0x1000};
 };
@@ -120,7 +132,7 @@ cudaError_t allocate(void** out, size_t size) {
   if (out == nullptr) return cudaErrorInvalidValue;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  if (s.live[t_device] + size > s.mem) {
+  if (s.live[t_device] + s.pool_reserved[t_device] + size > s.mem) {
     *out = nullptr;  // as the real runtime leaves it (docs/dev/validation.md)
     return cudaErrorMemoryAllocation;
   }
@@ -132,6 +144,54 @@ cudaError_t allocate(void** out, size_t size) {
   *out = reinterpret_cast<void*>(p);
   return cudaSuccess;
 }
+
+// From the device's pool: what the pool holds free is used first, the rest reserved anew.
+cudaError_t allocate_pooled(void** out, size_t size) {
+  if (out == nullptr) return cudaErrorInvalidValue;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  const int d = t_device;
+  auto& blocks = s.pool_free[d];
+  auto best = blocks.end();
+  for (auto it = blocks.begin(); it != blocks.end(); ++it) {
+    if (*it >= size && (best == blocks.end() || *it < *best)) best = it;
+  }
+  uint64_t grow = 0;
+  if (best != blocks.end()) {
+    uint64_t rest = *best - size;
+    blocks.erase(best);
+    if (rest > 0) blocks.push_back(rest);
+  } else {
+    grow = size;
+  }
+  if (s.live[d] + s.pool_reserved[d] + grow > s.mem) {
+    *out = nullptr;
+    return cudaErrorMemoryAllocation;
+  }
+  uintptr_t p = s.next_addr;
+  s.next_addr += (size + 511) & ~uintptr_t(511);
+  if (size == 0) s.next_addr += 512;
+  s.pool_reserved[d] += grow;
+  s.pool_used[d] += size;
+  s.pooled[p] = {d, size};
+  *out = reinterpret_cast<void*>(p);
+  return cudaSuccess;
+}
+
+// Back to the pool, which keeps it reserved.
+cudaError_t release_pooled(void* ptr) {
+  if (ptr == nullptr) return cudaSuccess;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.pooled.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == s.pooled.end()) return cudaErrorInvalidValue;
+  s.pool_used[it->second.first] -= it->second.second;
+  s.pool_free[it->second.first].push_back(it->second.second);
+  s.pooled.erase(it);
+  return cudaSuccess;
+}
+
+cudaMemPool_t pool_of(int device) { return reinterpret_cast<cudaMemPool_t>(uintptr_t(0x9000) + uintptr_t(device) * 16); }
 
 cudaError_t release(void* ptr) {
   if (ptr == nullptr) return cudaSuccess;
@@ -233,11 +293,28 @@ struct Behave<ApiId::cudaMalloc> {
 };
 template <>
 struct Behave<ApiId::cudaMallocAsync> {
-  static cudaError_t run(void** p, size_t size, cudaStream_t) { return allocate(p, size); }
+  static cudaError_t run(void** p, size_t size, cudaStream_t) { return allocate_pooled(p, size); }
 };
 template <>
 struct Behave<ApiId::cudaMallocFromPoolAsync> {
-  static cudaError_t run(void** p, size_t size, cudaMemPool_t, cudaStream_t) { return allocate(p, size); }
+  static cudaError_t run(void** p, size_t size, cudaMemPool_t, cudaStream_t) { return allocate_pooled(p, size); }
+};
+template <>
+struct Behave<ApiId::cudaMemPoolGetAttribute> {
+  static cudaError_t run(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) {
+    if (value == nullptr) return cudaErrorInvalidValue;
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mu);
+    int d = int((reinterpret_cast<uintptr_t>(pool) - 0x9000) / 16);
+    if (d < 0 || d >= 64 || pool != pool_of(d)) return cudaErrorInvalidValue;
+    switch (attr) {
+      case cudaMemPoolAttrReleaseThreshold: *static_cast<uint64_t*>(value) = UINT64_MAX; break;
+      case cudaMemPoolAttrReservedMemCurrent: *static_cast<uint64_t*>(value) = s.pool_reserved[d]; break;
+      case cudaMemPoolAttrUsedMemCurrent: *static_cast<uint64_t*>(value) = s.pool_used[d]; break;
+      default: return cudaErrorInvalidValue;
+    }
+    return cudaSuccess;
+  }
 };
 template <>
 struct Behave<ApiId::cudaMallocManaged> {
@@ -267,7 +344,7 @@ struct Behave<ApiId::cudaFree> {
 };
 template <>
 struct Behave<ApiId::cudaFreeAsync> {
-  static cudaError_t run(void* p, cudaStream_t) { return release(p); }
+  static cudaError_t run(void* p, cudaStream_t) { return release_pooled(p); }
 };
 template <>
 struct Behave<ApiId::cudaMallocHost> {
@@ -292,7 +369,7 @@ struct Behave<ApiId::cudaMemGetInfo> {
   static cudaError_t run(size_t* free_bytes, size_t* total) {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mu);
-    uint64_t used = s.live[t_device] + driver_used(t_device);
+    uint64_t used = s.live[t_device] + s.pool_reserved[t_device] + driver_used(t_device);
     if (free_bytes) *free_bytes = used < s.mem ? s.mem - used : 0;
     if (total) *total = s.mem;
     return cudaSuccess;
@@ -467,6 +544,13 @@ CUPROBE_CUDART_HOOKS(FAKECUDA_DEFINE)
 
 // For tests: how many times the program's calls of `api` reached this library (only counted
 // for APIs that FAKECUDA_FAIL or FAKECUDA_DELAY_US name).
+// Not hooked by the shim (it asks it for the pool a memory sample reads): the device's pool.
+extern "C" __attribute__((visibility("default"))) cudaError_t cudaDeviceGetMemPool(cudaMemPool_t* pool, int device) {
+  if (pool == nullptr || device < 0 || device >= fake::state().devices) return cudaErrorInvalidValue;
+  *pool = fake::pool_of(device);
+  return cudaSuccess;
+}
+
 extern "C" __attribute__((visibility("default"))) void fakecuda_device_work(unsigned long long ns) {
   fake::g_device_ns += ns;
 }

@@ -6,6 +6,8 @@
 // `cuprobe analyze`.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -401,6 +403,56 @@ TEST(DriverCapture, ExpandableSegmentsOutOfMemoryIsExplained) {
   // `requested` the framework's request.
   const uint64_t rounded = (request + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB);
   EXPECT_EQ(ev["requested"], rounded) << ev.dump(2);
+}
+
+// Issue 28: a stream-ordered pool keeps what was freed reserved, and more than was ever live when
+// requests grow (the fake pool does not merge free blocks, as the real one may not). The shim
+// samples the pool beside the device's account, and memory-coverage counts the pool's reserved
+// bytes as seen: no gap. The job's PYTORCH_CUDA_ALLOC_CONF is recorded with the process.
+TEST(DriverCapture, PoolReservedMemoryIsSampledAndCountsAsSeen) {
+  constexpr uint64_t kGiB = 1ull << 30;
+  Traced t = record_program("pool_growth", {program("pool_growth")},
+                            {{"FAKECUDA_MEM", std::to_string(16 * kGiB)},
+                             {"CUPROBE_MEM_SAMPLE_MS", "1"},
+                             {"PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync"}});
+  ASSERT_EQ(t.r.status, 0) << t.r.out << t.r.err;
+  EXPECT_EQ(t.process()["environment"]["PYTORCH_CUDA_ALLOC_CONF"], "backend:cudaMallocAsync") << t.process().dump();
+  auto pool_samples = t.samples("cudaMemPoolGetAttribute");
+  ASSERT_GE(pool_samples.size(), 4u) << "reserved and used at each sample after the first pooled allocation";
+  uint64_t reserved_max = 0;
+  for (const auto& s : pool_samples) {
+    EXPECT_EQ(s["ret"], 0) << s.dump();
+    if (s["attr"] == 5) reserved_max = std::max<uint64_t>(reserved_max, s["value"].get<uint64_t>());
+  }
+  EXPECT_EQ(reserved_max, 6 * kGiB) << "1 + 2 + 3 GiB: a larger request reuses no smaller free block";
+  // The device's account saw the pool's 6 GiB in use at exit (and the last 1 MiB cudaMalloc), with
+  // 3 GiB the most ever live in the pool.
+  auto samples = t.samples("cudaMemGetInfo");
+  ASSERT_FALSE(samples.empty());
+  EXPECT_EQ(samples.back()["total"].get<uint64_t>() - samples.back()["free"].get<uint64_t>(), 6 * kGiB + (1u << 20));
+
+  RunResult a = run({cuprobe_bin(), "analyze", "--json", t.dir});
+  ASSERT_NE(a.status, 2) << a.err;
+  json report = json::parse(a.out);
+  for (const auto& f : report["findings"]) {
+    EXPECT_NE(f["rule"], "memory-coverage") << "the pool's reserved memory was seen: " << f.dump(2);
+  }
+  // The same trace with the pool samples left out (a trace of an older shim) falls back on the
+  // pool's peak of live allocations, 3 GiB: a 3 GiB gap, reported. What the samples change.
+  std::string without = fresh_dir("pool_growth_unsampled") + ".jsonl";
+  {
+    std::ofstream out(without);
+    for (const auto& line : t.lines) {
+      if (line.value("sample", false) && line.value("api", "") == "cudaMemPoolGetAttribute") continue;
+      out << line.dump() << "\n";
+    }
+  }
+  RunResult b = run({cuprobe_bin(), "analyze", "--json", without});
+  ASSERT_NE(b.status, 2) << b.err;
+  bool gap = false;
+  const json unsampled = json::parse(b.out);
+  for (const auto& f : unsampled["findings"]) gap = gap || f["rule"] == "memory-coverage";
+  EXPECT_TRUE(gap) << b.out;
 }
 
 }  // namespace

@@ -52,7 +52,8 @@ void memory_coverage(const RuleSpec& spec, const AllFacts& all, const Emit& emit
                            {"samples", c.samples},
                            {"shared_with", shared},
                            {"shared_peak", others_peak},
-                           {"explained_by_job", explained}};
+                           {"explained_by_job", explained},
+                           {"pools_sampled", c.pools_sampled}};
       Finding f = make_finding(spec, ev, 0);  // bytes, not time: no time lost to order by
       if (c.max_ts_ns != 0) f.at_wall_ns = p.trace->wall_ns(c.max_ts_ns);
       if (explained) {

@@ -24,6 +24,9 @@ ApiViews::ApiViews(const reader::Trace& trace) {
     v.size = a.field_index("size");
     v.allocated = a.field_index("allocated");
     v.reserved = a.field_index("reserved");
+    v.pool = a.field_index("pool");
+    v.attr = a.field_index("attr");
+    v.value = a.field_index("value");
     v.engine = a.field_index("engine");
     v.knobs = a.field_index("knobs");
     v.algo = a.field_index("algo");

@@ -22,6 +22,7 @@ struct ApiView {
   int plan = -1, desc = -1;
   int caller = -1, free_bytes = -1, total = -1;
   int allocated = -1, reserved = -1;  // PyTorch's out-of-memory report: bytes in tensors, bytes it held
+  int pool = -1, attr = -1, value = -1;  // kApiPoolInfo: a pool's attribute
   ProblemFields problem;  // read through problem_access.h only
 
   // Runs a cuDNN problem with a chosen plan (backend) or algorithm (legacy).

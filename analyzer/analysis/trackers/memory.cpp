@@ -82,6 +82,7 @@ void MemoryTracker::on_memory_call(MemoryCall kind, const reader::Event& e, cons
     case MemoryCall::kFree: on_free(e, v); break;
     case MemoryCall::kAddressSpace: on_address_space(e, v); break;
     case MemoryCall::kSample: on_sample(e, v); break;
+    case MemoryCall::kPoolSample: on_pool_sample(e, v); break;
     case MemoryCall::kOomReport: on_oom_report(e, v); break;
     case MemoryCall::kNone: break;
   }
@@ -290,7 +291,16 @@ void MemoryTracker::on_sample(const reader::Event& e, const ApiView& v) {
   c.total = total;
   uint64_t used = total - free_bytes;
   const DeviceMemory& m = memory_[e.device];
-  uint64_t seen = m.live - std::min(m.live, m.pooled_live) + m.pooled_peak;
+  // Pools: what they hold reserved when the shim sampled them (trace::kApiPoolInfo), else their
+  // peak of live allocations standing for it (freed pool memory stays reserved until trimmed).
+  uint64_t pooled = m.pooled_peak;
+  if (auto it = pool_reserved_.find(e.device); it != pool_reserved_.end()) {
+    uint64_t reserved = 0;
+    for (const auto& [pool, bytes] : it->second) reserved += bytes;
+    pooled = std::max(reserved, m.pooled_live);
+    c.pools_sampled = true;
+  }
+  uint64_t seen = m.live - std::min(m.live, m.pooled_live) + pooled;
   int64_t gap = int64_t(used) - int64_t(seen);
   if (c.samples++ == 0) c.baseline_gap = uint64_t(std::max<int64_t>(gap, 0));
   uint64_t unaccounted = uint64_t(std::max<int64_t>(gap - int64_t(c.baseline_gap), 0));
@@ -300,6 +310,13 @@ void MemoryTracker::on_sample(const reader::Event& e, const ApiView& v) {
     c.max_ts_ns = e.ts_ns;
     c.used_then = used;
     c.seen_then = seen;
+  }
+}
+
+void MemoryTracker::on_pool_sample(const reader::Event& e, const ApiView& v) {
+  constexpr uint64_t kReservedMemCurrent = 0x5;  // cudaMemPoolAttrReservedMemCurrent
+  if (field(e, v.attr) == kReservedMemCurrent) {
+    pool_reserved_[e.device][field(e, v.pool)] = field(e, v.value);
   }
 }
 

@@ -24,13 +24,14 @@ namespace cuprobe::analysis {
 // Which of the memory tracker's kinds a call is, in the order they are told apart: a call is
 // at most one of them, and a call that is one is the memory tracker's alone (a synchronizing
 // API's call among them is not counted as a synchronization).
-enum class MemoryCall { kNone, kAlloc, kFree, kAddressSpace, kSample, kOomReport };
+enum class MemoryCall { kNone, kAlloc, kFree, kAddressSpace, kSample, kPoolSample, kOomReport };
 inline MemoryCall memory_call(const ApiView& v, const reader::Event& e) {
   constexpr uint64_t kAddressSpace = trace::kApiVaReserve | trace::kApiVaFree | trace::kApiMap | trace::kApiUnmap;
   if (v.flags & trace::kApiDeviceAlloc) return MemoryCall::kAlloc;  // failed ones too: out of memory
   if ((v.flags & trace::kApiDeviceFree) && e.ret == 0) return MemoryCall::kFree;
   if ((v.flags & kAddressSpace) && e.ret == 0) return MemoryCall::kAddressSpace;
   if ((v.flags & trace::kApiMemInfo) && e.sample && e.ret == 0 && e.device >= 0) return MemoryCall::kSample;
+  if ((v.flags & trace::kApiPoolInfo) && e.sample && e.ret == 0 && e.device >= 0) return MemoryCall::kPoolSample;
   if (v.flags & trace::kApiOomReport) return MemoryCall::kOomReport;
   return MemoryCall::kNone;
 }
@@ -77,6 +78,7 @@ class MemoryTracker {
   void on_free(const reader::Event& e, const ApiView& v);
   void on_address_space(const reader::Event& e, const ApiView& v);
   void on_sample(const reader::Event& e, const ApiView& v);
+  void on_pool_sample(const reader::Event& e, const ApiView& v);
   void on_oom_report(const reader::Event& e, const ApiView& v);
   // Accounts for a block the replay released (a free, or one replaced by an allocation at its
   // address); `physical`, `pooled`: the kind of memory the release gives back.
@@ -112,6 +114,9 @@ class MemoryTracker {
   // Bytes-exact sizes of blocks given back by churn frees and not taken again yet, with counts.
   std::unordered_map<uint64_t, uint32_t> freed_sizes_;
   uint64_t retry_frees_ = 0;
+  // What each pool held reserved at its latest sample, per device (the shim samples pools just
+  // before the device's own account).
+  std::map<int, std::map<uint64_t, uint64_t>> pool_reserved_;
   uint64_t plain_allocs_ = 0, physical_allocs_ = 0, pooled_allocs_ = 0;
 };
 

@@ -59,6 +59,9 @@
   X(cudaError_t, cudaHostUnregister, cudaHostUnregister, (void* ptr), (ptr), HostFree)            \
   X(cudaError_t, cudaMemGetInfo, cudaMemGetInfo, (size_t * free, size_t* total), (free, total),   \
     MemInfo | InitsDevice)                                                                        \
+  X(cudaError_t, cudaMemPoolGetAttribute, cudaMemPoolGetAttribute,                                \
+    (cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void* value), (memPool, attr, value),      \
+    PoolInfo)                                                                                     \
   /* devices */                                                                                   \
   X(cudaError_t, cudaSetDevice, cudaSetDevice, (int device), (device), InitsDevice)               \
   X(cudaError_t, cudaGetDevice, cudaGetDevice, (int* device), (device), Counted)                  \
