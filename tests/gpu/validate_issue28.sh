@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Issues 27 and 28 on the GPU in one device call: the wheel as a user installs it
+# (validate_wheel.sh: pytorch/examples imagenet, the bundled storm example, the Python API, the
+# scenario corpus once), then more passes of the corpus with the wheel's own binary while time
+# remains (issue 28 asks for three runs; each pass is scored on its own).
+#   tests/gpu/validate_issue28.sh WHEEL OUT [TOTAL_SECONDS]
+# OUT/summary.txt: one line per step; OUT/wheel/ (validate_wheel's), OUT/passN/ (device_corpus's).
+set -u
+wheel="$(readlink -f "${1:?wheel}")"
+out="${2:?out dir}"
+total="${3:-560}"
+start=$(date +%s)
+here="$(cd "$(dirname "$0")" && pwd)"
+mkdir -p "$out"
+elapsed() { echo $(( $(date +%s) - start )); }
+timeout -k 10 $((total - 30)) bash "$here/validate_wheel.sh" "$wheel" "$out/wheel" 300 >"$out/wheel.stdout" 2>&1
+echo "validate_wheel exit $? after $(elapsed) s" >>"$out/summary.txt"
+grep -E 'corpus:|imagenet analyze|storm found|STORM NOT|findings above info' "$out/wheel/wheel.log" >>"$out/summary.txt" 2>/dev/null
+# The wheel's prefix (bin/cuprobe, lib/cuprobe/libcuprobe.so, share/cuprobe/rules) is a build dir
+# for device_corpus.sh.
+unpacked="$(mktemp -d)"
+python3 -m zipfile -e "$wheel" "$unpacked" && chmod +x "$unpacked/cuprobe/_prefix/bin/cuprobe"
+n=2
+while :; do
+  left=$(( total - $(elapsed) ))
+  [ "$left" -gt 240 ] || break
+  guard=$(( left - 30 ))
+  [ "$guard" -gt 330 ] && guard=330
+  "$here/scenarios/device_corpus.sh" "$unpacked/cuprobe/_prefix" "$out/pass$n" "$guard" >"$out/pass$n.tail" 2>&1
+  echo "pass $n after $(elapsed) s: $(tail -1 "$out/pass$n/score.txt" 2>/dev/null)" >>"$out/summary.txt"
+  n=$((n + 1))
+done
+echo "done after $(elapsed) s" >>"$out/summary.txt"
+cat "$out/summary.txt"
