@@ -1369,6 +1369,30 @@ void memory_coverage() {
     sample(t, 500 * kMiB + 20 * kGiB, total);
     t.write("memory-coverage/quiet/two_ranks_one_gpu/rank" + std::to_string(rank) + ".jsonl");
   }
+  // Issue 28: PyTorch's cudaMallocAsync backend on growing activations. The pool keeps every
+  // freed block reserved and reuses none for the larger requests: 1 + 2 + ... + 8 GiB = 36 GiB
+  // reserved for a peak of 8 GiB live. The shim's pool samples (cudaMemPoolGetAttribute, just
+  // before each device sample) say so: all seen.
+  Trace pool(1905, -1, "node0", total);
+  const uint64_t handle = 0x7f5500001000;
+  auto pool_sample = [&](uint64_t reserved, uint64_t used) {
+    pool.call("cudaMemPoolGetAttribute", 500).hex("pool", handle).i("attr", 5).i("value", int64_t(reserved))
+        .boolean("sample", true);
+    pool.call("cudaMemPoolGetAttribute", 500).hex("pool", handle).i("attr", 7).i("value", int64_t(used))
+        .boolean("sample", true);
+  };
+  sample(pool, 500 * kMiB, total);
+  uint64_t reserved = 0;
+  for (uint64_t gib = 1; gib <= 8; ++gib) {
+    reserved += gib * kGiB;
+    uint64_t ptr = 0x7f6000000000 + gib * 16 * kGiB;
+    pool.call("cudaMallocAsync", 20'000).hex("ptr", ptr).i("size", int64_t(gib * kGiB)).hex("caller", 0);
+    pool_sample(reserved, gib * kGiB);
+    sample(pool, 500 * kMiB + reserved, total);
+    pool.wait(30'000'000);
+    pool.call("cudaFreeAsync", 5'000).hex("ptr", ptr);
+  }
+  pool.write("memory-coverage/quiet/pool_keeps_freed_memory.jsonl");
 }
 
 void trace_integrity() {
