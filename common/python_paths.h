@@ -12,7 +12,8 @@ namespace cuprobe {
 inline constexpr size_t kNotLibrary = SIZE_MAX;
 
 // Where the package-relative part of a library file's path starts ("torch/nn/functional.py" in
-// ".../site-packages/torch/nn/functional.py"); kNotLibrary for an application file.
+// ".../site-packages/torch/nn/functional.py" and in "/src/pytorch/torch/nn/functional.py");
+// kNotLibrary for an application file.
 inline size_t python_library_root(const char* file) {
   static const char* const kMarkers[] = {"/site-packages/", "/dist-packages/"};
   for (const char* marker : kMarkers) {
@@ -23,6 +24,10 @@ inline size_t python_library_root(const char* file) {
     return slash ? size_t(slash + 1 - file) : size_t(lib - file);
   }
   if (file[0] == '<') return 0;  // <frozen ...>, <string>
+  // PyTorch from a source checkout (pip install -e, setup.py develop) is a library too: the
+  // line a user can change is further out.
+  if (strncmp(file, "torch/", 6) == 0) return 0;
+  if (const char* torch = strstr(file, "/torch/")) return size_t(torch + 1 - file);
   return kNotLibrary;
 }
 

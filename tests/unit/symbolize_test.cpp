@@ -224,6 +224,10 @@ TEST(Symbolize, ApplicationLineFirstThenLibraryFrames) {
   EXPECT_EQ(stack, 3u);
   EXPECT_TRUE(Symbolizer::is_library(PyFrame{"/usr/lib/python3.12/threading.py", "run", 1}));
   EXPECT_FALSE(Symbolizer::is_library(PyFrame{"/home/me/train.py", "f", 1}));
+  // PyTorch from a source checkout is a library as an installed one is.
+  EXPECT_TRUE(Symbolizer::is_library(PyFrame{"/src/pytorch/torch/nn/modules/conv.py", "forward", 1}));
+  EXPECT_EQ(Symbolizer::text(PyFrame{"/src/pytorch/torch/nn/modules/conv.py", "forward", 549}),
+            "torch/nn/modules/conv.py:549 in forward");
 }
 
 }  // namespace
