@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/call_site_text.h"
 #include "analysis/common.h"
 #include "analysis/pinning.h"
 #include "utf8.h"
@@ -416,7 +417,7 @@ void print_report(const Report& raw, bool color, FILE* out) {
                f.impact_s > 0 ? fmt::format(" (estimated time lost: {})", seconds_text(f.impact_s)) : "");
     fmt::print(out, "  {}\n", f.message);
     for (const auto& p : f.problems) fmt::print(out, "    - {}\n", p);
-    for (const auto& c : f.call_sites) fmt::print(out, "    at {}\n", c);
+    for (const auto& c : f.call_sites) fmt::print(out, "    at {}\n", short_call_site(c));
     if (!f.fix.empty()) fmt::print(out, "  {} {}\n", paint("32", "fix:"), f.fix);
   }
 }
