@@ -59,6 +59,111 @@ void note_coverage(const AllFacts& all, std::vector<Finding>& findings) {
   }
 }
 
+// The program a process ran, as people call it: the script or module a Python interpreter ran
+// ("torchrun" for "python3 /venv/bin/torchrun ...", "torch.distributed.run" for "python -m
+// torch.distributed.run"), else the executable's file name.
+std::string program_name(const std::vector<std::string>& argv) {
+  auto base = [](const std::string& path) {
+    size_t slash = path.find_last_of('/');
+    return slash == std::string::npos || slash + 1 == path.size() ? path : path.substr(slash + 1);
+  };
+  if (argv.empty()) return "";
+  std::string exe = base(argv[0]);
+  if (exe.rfind("python", 0) != 0) return exe;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "-m" && i + 1 < argv.size()) return argv[i + 1];
+    if (a.rfind("-m", 0) == 0 && a.size() > 2) return a.substr(2);
+    if (a.rfind("-c", 0) == 0 || a == "-") return exe;
+    if (a == "-X" || a == "-W") {
+      ++i;  // their argument
+    } else if (a.empty() || a[0] != '-') {
+      return base(a);
+    }
+  }
+  return exe;
+}
+
+// A launcher: a process without a rank that made no CUDA work (facts.h did_work: no device
+// memory, copy, launch, synchronization or cuDNN handle, plan or execution; what it recorded
+// were an import's device queries) and ended cleanly or was still running: torchrun's agent, a
+// script that only starts the workers, a helper process. One that died is not: it may be a
+// worker that failed before its first work. Only in a job where some process did work.
+bool is_launcher(const ProcessFacts& p, bool job_did_work) {
+  trace::FileState state = p.trace->state();
+  return job_did_work && !p.did_work && p.rank < 0 &&
+         (state == trace::FileState::kExited || state == trace::FileState::kExeced ||
+          state == trace::FileState::kSnapshot);
+}
+
+// One process's entry of summary.per_process (docs/analyze-json.md).
+json process_json(const ProcessFacts& p, bool launcher) {
+  const reader::Trace& t = *p.trace;
+  json mem = json::array();
+  for (const auto& [d, m] : p.memory) {
+    json owners = json::object();
+    for (const auto& [owner, bytes] : m.live_by_owner) owners[owner] = bytes;
+    json entry = {{"device", d},
+                  {"allocated", m.allocated},
+                  {"allocations", m.allocations},
+                  {"peak", m.peak},
+                  {"physical_peak", m.physical_peak},
+                  {"reserved_peak", m.reserved_peak},
+                  {"peak_by_owner", owners},
+                  {"device_memory", m.total_mem}};
+    auto c = p.coverage.find(d);
+    if (c != p.coverage.end()) {
+      entry["samples"] = c->second.samples;
+      entry["unaccounted"] = c->second.max_unaccounted;
+    }
+    mem.push_back(std::move(entry));
+  }
+  std::string state = t.state() == trace::FileState::kSignaled   ? fmt::format("signal {}", t.end_signal())
+                      : t.state() == trace::FileState::kSnapshot ? "running (snapshot)"
+                                                                 : reader::name_of(t.state());
+  std::string cmd;
+  for (const auto& a : t.process().cmdline) cmd += (cmd.empty() ? "" : " ") + a;
+  json coverage = nullptr;
+  if (const reader::Coverage& c = t.coverage(); c.ring_bytes != 0 || c.window) {
+    auto at = [&](uint64_t ns) { return since_trace_start(t, ns); };
+    coverage = {{"keep", reader::keep_name(c.keep)},
+                {"ring_bytes", c.ring_bytes},
+                {"ring_started_s", c.ring_started_ns ? json(at(c.ring_started_ns)) : json(nullptr)},
+                {"overwritten_calls", c.overwritten_calls},
+                {"overwritten_records", c.overwritten_records},
+                {"overwritten_counted", c.overwritten_counted},
+                {"complete_from_s", c.overwritten() ? json(at(c.overwritten_last_ns)) : json(0.0)},
+                {"text", coverage_text(p)}};
+    if (c.window) {
+      coverage["window_from_s"] = at(c.window_lo_ns);
+      coverage["window_to_s"] = c.window_hi_ns == UINT64_MAX ? json(nullptr) : json(at(c.window_hi_ns));
+      coverage["outside_window_calls"] = c.outside_window_calls;
+      if (!c.window_marker.empty()) {
+        coverage["window_marker"] = c.window_marker;
+        coverage["window_marker_opens"] = c.window_marker_opens;
+      }
+    }
+  }
+  return {{"pid", p.pid},
+          {"host", p.host},
+          {"rank", p.rank},
+          {"rank_source", p.rank_source},
+          {"label", process_label(p)},
+          {"device", p.device},
+          {"command", utf8::truncate(cmd, 160)},
+          {"events", p.events},
+          {"duration_s", p.last_ns > p.first_ns ? seconds(p.last_ns - p.first_ns) : 0.0},  // the process's, start-up included
+          {"state", state},
+          {"searches", p.searches.size()},
+          {"memory", mem},
+          {"dropped_events", t.stat(trace::kStatDroppedEvents)},
+          {"kept_dropped", t.stat(trace::kStatKeptDropped)},
+          {"coverage", coverage},
+          {"pinning", pin_json(pin_summary(p))},
+          {"program", program_name(t.process().cmdline)},
+          {"launcher", launcher}};
+}
+
 json summarize(const AllFacts& all) {
   std::set<std::string> hosts;
   std::set<int> ranks;
@@ -69,7 +174,8 @@ json summarize(const AllFacts& all) {
   json processes = json::array();
   json devices = json::array();
   std::set<std::string> device_keys;
-  int unfinished = 0, searches = 0;
+  int unfinished = 0, searches = 0, launchers = 0;
+  bool job_did_work = std::any_of(all.processes.begin(), all.processes.end(), [](const ProcessFacts& p) { return p.did_work; });
   // The fault plan's rules over the job, by name: what each matched, replaced, and what followed.
   std::map<std::string, json> fault_rules;
   std::vector<std::string> fault_order;
@@ -88,6 +194,9 @@ json summarize(const AllFacts& all) {
     }
     for (const auto& [api, n] : p.calls_by_api) calls[api] += n;
     if (t.state() == trace::FileState::kRecording) ++unfinished;
+    bool launcher = is_launcher(p, job_did_work);
+    launchers += launcher ? 1 : 0;
+    processes.push_back(process_json(p, launcher));
     for (const FaultRuleFacts& r : p.fault_rules) {
       auto [it, fresh] = fault_rules.try_emplace(r.name, json{{"rule", r.name},
                                                               {"text", r.text},
@@ -103,67 +212,6 @@ json summarize(const AllFacts& all) {
       j["injected"] = j["injected"].get<uint64_t>() + r.injected;
       for (const auto& [outcome, n] : r.outcomes) j["outcomes"][outcome] = j["outcomes"].value(outcome, uint64_t(0)) + n;
     }
-    json mem = json::array();
-    for (const auto& [d, m] : p.memory) {
-      json owners = json::object();
-      for (const auto& [owner, bytes] : m.live_by_owner) owners[owner] = bytes;
-      json entry = {{"device", d},
-                    {"allocated", m.allocated},
-                    {"allocations", m.allocations},
-                    {"peak", m.peak},
-                    {"physical_peak", m.physical_peak},
-                    {"reserved_peak", m.reserved_peak},
-                    {"peak_by_owner", owners},
-                    {"device_memory", m.total_mem}};
-      auto c = p.coverage.find(d);
-      if (c != p.coverage.end()) {
-        entry["samples"] = c->second.samples;
-        entry["unaccounted"] = c->second.max_unaccounted;
-      }
-      mem.push_back(std::move(entry));
-    }
-    std::string state = t.state() == trace::FileState::kSignaled   ? fmt::format("signal {}", t.end_signal())
-                        : t.state() == trace::FileState::kSnapshot ? "running (snapshot)"
-                                                                   : reader::name_of(t.state());
-    std::string cmd;
-    for (const auto& a : t.process().cmdline) cmd += (cmd.empty() ? "" : " ") + a;
-    json coverage = nullptr;
-    if (const reader::Coverage& c = t.coverage(); c.ring_bytes != 0 || c.window) {
-      auto at = [&](uint64_t ns) { return since_trace_start(t, ns); };
-      coverage = {{"keep", reader::keep_name(c.keep)},
-                  {"ring_bytes", c.ring_bytes},
-                  {"ring_started_s", c.ring_started_ns ? json(at(c.ring_started_ns)) : json(nullptr)},
-                  {"overwritten_calls", c.overwritten_calls},
-                  {"overwritten_records", c.overwritten_records},
-                  {"overwritten_counted", c.overwritten_counted},
-                  {"complete_from_s", c.overwritten() ? json(at(c.overwritten_last_ns)) : json(0.0)},
-                  {"text", coverage_text(p)}};
-      if (c.window) {
-        coverage["window_from_s"] = at(c.window_lo_ns);
-        coverage["window_to_s"] = c.window_hi_ns == UINT64_MAX ? json(nullptr) : json(at(c.window_hi_ns));
-        coverage["outside_window_calls"] = c.outside_window_calls;
-        if (!c.window_marker.empty()) {
-          coverage["window_marker"] = c.window_marker;
-          coverage["window_marker_opens"] = c.window_marker_opens;
-        }
-      }
-    }
-    processes.push_back({{"pid", p.pid},
-                         {"host", p.host},
-                         {"rank", p.rank},
-                         {"rank_source", p.rank_source},
-                         {"label", process_label(p)},
-                         {"device", p.device},
-                         {"command", utf8::truncate(cmd, 160)},
-                         {"events", p.events},
-                         {"duration_s", p.last_ns > p.first_ns ? seconds(p.last_ns - p.first_ns) : 0.0},  // the process's, start-up included
-                         {"state", state},
-                         {"searches", p.searches.size()},
-                         {"memory", mem},
-                         {"dropped_events", t.stat(trace::kStatDroppedEvents)},
-                         {"kept_dropped", t.stat(trace::kStatKeptDropped)},
-                         {"coverage", coverage},
-                         {"pinning", pin_json(pin_summary(p))}});
     for (const auto& [d, dev] : t.devices()) {
       std::string key = p.host + "/" + dev.uuid;
       if (!device_keys.insert(key).second) continue;
@@ -181,6 +229,7 @@ json summarize(const AllFacts& all) {
           {"ranks", std::vector<int>(ranks.begin(), ranks.end())},
           {"rank_sources", std::vector<std::string>(rank_sources.begin(), rank_sources.end())},
           {"unranked_processes", unranked},
+          {"launcher_processes", launchers},
           {"devices", devices},
           {"duration_s", last_wall > first_wall ? double(last_wall - first_wall) / 1e9 : 0},
           {"events", events},
@@ -328,6 +377,73 @@ Report for_terminal(const Report& raw) {
   return r;
 }
 
+// The ranks line, and the line counting processes without one (docs/analyze-json.md#ranks).
+void print_ranks(FILE* out, const json& s) {
+  if (!s["ranks"].empty()) {
+    std::string ranks;
+    for (const auto& k : s["ranks"]) ranks += fmt::format("{}{}", ranks.empty() ? "" : ", ", k.get<int>());
+    std::string from;
+    for (const auto& src : s.value("rank_sources", json::array())) {
+      std::string name = src == "env"    ? "the launcher's variables"
+                         : src == "nccl" ? "NCCL communicators"
+                                         : src.get<std::string>();
+      from += (from.empty() ? "" : " and ") + name;
+    }
+    fmt::print(out, "  ranks: {}{}\n", ranks, from.empty() ? "" : " (from " + from + ")");
+  }
+  // Launchers have no rank either; they are counted on a line of their own.
+  int launchers = s.value("launcher_processes", 0), listed = s["processes"].get<int>() - launchers;
+  if (int n = s.value("unranked_processes", 0) - launchers; n > 0 && listed > 1) {
+    fmt::print(out, "  {} process{} without a rank (no RANK variable, no NCCL communicator seen): named by host, "
+                    "device and pid\n", n, n == 1 ? "" : "es");
+  }
+}
+
+// A process's line of the summary: its events, span, end, searches and memory.
+void print_process(FILE* out, const json& p) {
+  std::string mem;
+  for (const auto& m : p["memory"]) {
+    mem += fmt::format("{}device {}: {} allocated, peak {}", mem.empty() ? "" : "; ", m["device"].get<int>(),
+                       human_bytes(m["allocated"].get<uint64_t>()), human_bytes(m["peak"].get<uint64_t>()));
+    std::map<std::string, uint64_t> by_owner;
+    for (auto it = m["peak_by_owner"].begin(); it != m["peak_by_owner"].end(); ++it) by_owner[it.key()] = it.value();
+    // Owners are worth naming unless all there is to say is "unknown".
+    std::string split = owners_text(by_owner);
+    bool only_unknown = split.rfind("unknown ", 0) == 0 && split.find(", ") == std::string::npos;
+    if (!split.empty() && !only_unknown) mem += " (" + split + ")";
+    if (m.value("reserved_peak", uint64_t(0)) != 0) {
+      mem += fmt::format(", {} of address space reserved", human_bytes(m["reserved_peak"].get<uint64_t>()));
+    }
+  }
+  fmt::print(out, "  {}: {} events, {}, {}, {} searches{}{}\n", p["label"].get<std::string>(), p["events"].get<uint64_t>(), seconds_text(p["duration_s"].get<double>()), p["state"].get<std::string>(),
+             p["searches"].get<int>(), mem.empty() ? "" : "; " + mem, "");
+  if (const json& c = p["coverage"]; c.is_object() && !c["text"].get<std::string>().empty()) {
+    fmt::print(out, "    trace holds: {}\n", c["text"].get<std::string>());
+  }
+  if (const json& c = p["pinning"]; c.is_object()) fmt::print(out, "    plan pinning: {}\n", c["text"].get<std::string>());
+}
+
+// "1 launcher process without CUDA work (torchrun, pid 123) not listed": the processes the
+// summary marks as launchers, named by program and pid (and host in a job of several), the first
+// few of them.
+void print_launchers(FILE* out, const json& s) {
+  constexpr size_t kNamed = 3;
+  std::vector<std::string> named;
+  size_t n = 0;
+  for (const auto& p : s["per_process"]) {
+    if (!p.value("launcher", false)) continue;
+    if (++n > kNamed) continue;
+    std::string program = p.value("program", "");
+    std::string where = s["hosts"].size() > 1 ? " on host " + p["host"].get<std::string>() : "";
+    named.push_back(fmt::format("{}{}pid {}{}", program, program.empty() ? "" : ", ", p["pid"].get<uint32_t>(), where));
+  }
+  if (n == 0) return;
+  std::string list;
+  for (const auto& x : named) list += (list.empty() ? "" : "; ") + x;
+  if (n > named.size()) list += fmt::format("; and {} more", n - named.size());
+  fmt::print(out, "  {} launcher process{} without CUDA work ({}) not listed\n", n, n == 1 ? "" : "es", list);
+}
+
 }  // namespace
 
 void print_report(const Report& raw, bool color, FILE* out) {
@@ -342,22 +458,7 @@ void print_report(const Report& raw, bool color, FILE* out) {
   fmt::print(out, "  {} process{} on {} host{} ({}), {} events over {}\n", s["processes"].get<int>(),
              s["processes"].get<int>() == 1 ? "" : "es", s["hosts"].size(), s["hosts"].size() == 1 ? "" : "s", hosts,
              s["events"].get<uint64_t>(), seconds_text(s["duration_s"].get<double>()));
-  if (!s["ranks"].empty()) {
-    std::string ranks;
-    for (const auto& k : s["ranks"]) ranks += fmt::format("{}{}", ranks.empty() ? "" : ", ", k.get<int>());
-    std::string from;
-    for (const auto& src : s.value("rank_sources", json::array())) {
-      std::string name = src == "env"    ? "the launcher's variables"
-                         : src == "nccl" ? "NCCL communicators"
-                                         : src.get<std::string>();
-      from += (from.empty() ? "" : " and ") + name;
-    }
-    fmt::print(out, "  ranks: {}{}\n", ranks, from.empty() ? "" : " (from " + from + ")");
-  }
-  if (int n = s.value("unranked_processes", 0); n > 0 && s["processes"].get<int>() > 1) {
-    fmt::print(out, "  {} process{} without a rank (no RANK variable, no NCCL communicator seen): named by host, "
-                    "device and pid\n", n, n == 1 ? "" : "es");
-  }
+  print_ranks(out, s);
   for (const auto& d : s["devices"]) {
     fmt::print(out, "  device: {} {} {} ({}, {})\n", d["host"].get<std::string>(), d["index"].get<int>(),
                d["name"].get<std::string>(), human_bytes(d["total_mem"].get<uint64_t>()), d["uuid"].get<std::string>());
@@ -368,27 +469,9 @@ void print_report(const Report& raw, bool color, FILE* out) {
   }
   fmt::print(out, "  calls: {}\n", calls);
   for (const auto& p : s["per_process"]) {
-    std::string mem;
-    for (const auto& m : p["memory"]) {
-      mem += fmt::format("{}device {}: {} allocated, peak {}", mem.empty() ? "" : "; ", m["device"].get<int>(),
-                         human_bytes(m["allocated"].get<uint64_t>()), human_bytes(m["peak"].get<uint64_t>()));
-      std::map<std::string, uint64_t> by_owner;
-      for (auto it = m["peak_by_owner"].begin(); it != m["peak_by_owner"].end(); ++it) by_owner[it.key()] = it.value();
-      // Owners are worth naming unless all there is to say is "unknown".
-      std::string split = owners_text(by_owner);
-      bool only_unknown = split.rfind("unknown ", 0) == 0 && split.find(", ") == std::string::npos;
-      if (!split.empty() && !only_unknown) mem += " (" + split + ")";
-      if (m.value("reserved_peak", uint64_t(0)) != 0) {
-        mem += fmt::format(", {} of address space reserved", human_bytes(m["reserved_peak"].get<uint64_t>()));
-      }
-    }
-    fmt::print(out, "  {}: {} events, {}, {}, {} searches{}{}\n", p["label"].get<std::string>(), p["events"].get<uint64_t>(), seconds_text(p["duration_s"].get<double>()), p["state"].get<std::string>(),
-               p["searches"].get<int>(), mem.empty() ? "" : "; " + mem, "");
-    if (const json& c = p["coverage"]; c.is_object() && !c["text"].get<std::string>().empty()) {
-      fmt::print(out, "    trace holds: {}\n", c["text"].get<std::string>());
-    }
-    if (const json& c = p["pinning"]; c.is_object()) fmt::print(out, "    plan pinning: {}\n", c["text"].get<std::string>());
+    if (!p.value("launcher", false)) print_process(out, p);
   }
+  print_launchers(out, s);
   if (!s["faults"].empty()) {
     fmt::print(out, "  fault injection (these failures were made by cuprobe; findings below leave them out "
                     "unless they explain a finding):\n");

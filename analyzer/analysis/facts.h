@@ -246,6 +246,9 @@ struct ProcessFacts {
   // handle, plan or execution), not the interpreter's start-up, to last_ns. first_ns when the
   // process did no work.
   uint64_t job_start_ns = 0;
+  // Whether it made any such call: false for a launcher (torchrun's agent, a script that only
+  // starts workers) or a helper process whose calls were an import's device queries.
+  bool did_work = false;
   // Where each training step (or iteration) began, in time order, the first one included: the
   // layer of the first cuDNN problem the process ran (reader::layer_key) running again after
   // another layer ran (at its search's start when that run ended a search). Kept up to

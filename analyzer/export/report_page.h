@@ -297,10 +297,11 @@ inline constexpr const char* kPageTail = R"PAGE(</script>
       sec.appendChild(wrap(table(['API', 'calls'], keys.map(function (k) { return [el('code', { text: k }), num(S.calls_by_api[k])]; }), [0, 1])));
     }
     var known = ['processes', 'hosts', 'ranks', 'rank_sources', 'unranked_processes', 'devices', 'duration_s', 'events', 'searches',
-      'unfinished_processes', 'calls_by_api', 'faults', 'per_process'];
+      'unfinished_processes', 'launcher_processes', 'calls_by_api', 'faults', 'per_process'];
     var other = {};
     Object.keys(S).forEach(function (k) { if (known.indexOf(k) < 0) other[k] = S[k]; });
     if (S.unfinished_processes) other.unfinished_processes = S.unfinished_processes;
+    if (S.launcher_processes) other.launcher_processes = S.launcher_processes;
     if (Object.keys(other).length) {
       sec.appendChild(el('h3', { text: 'More' }));
       sec.appendChild(evidence(other, 0, ''));

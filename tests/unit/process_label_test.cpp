@@ -1,7 +1,9 @@
 // How reports name and order processes (issue 13): the rank from the launcher's variables, else
 // from the NCCL communicator the process set up (trace property nccl_rank), else a label of host,
 // pid and the device most calls ran on; ranked processes first by rank, the others by host,
-// device and pid, whatever order their files were read in.
+// device and pid, whatever order their files were read in. A launcher (a process without a rank
+// that made no CUDA work: torchrun's agent) is counted on one line of the text report rather than
+// listed, and stays in the JSON summary, marked.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -30,6 +32,23 @@ std::string process_text(uint32_t pid, const std::string& host, int device, cons
                         R"("pid": {}, "tid": 1, "device": {}}})"
                         "\n",
                         2000 + k, pid, device);
+  }
+  return text;
+}
+
+// A process that only asked how many devices there are (an import's query, no work), started as
+// `cmdline` and ended as `state`.
+std::string idle_text(uint32_t pid, const std::string& host, const std::string& cmdline,
+                      const std::string& state = "exited") {
+  std::string text = fmt::format(R"({{"type": "process", "pid": {}, "host": "{}", "start_ns": 1000, )"
+                                 R"("state": "{}", "end_ns": 90000000, "cmdline": {}}})"
+                                 "\n",
+                                 pid, host, state, cmdline);
+  for (int k = 0; k < 3; ++k) {
+    text += fmt::format(R"({{"type": "call", "api": "cudaGetDeviceCount", "ret": 0, "ts_ns": {}, "dur_ns": 10, )"
+                        R"("pid": {}, "tid": 1}})"
+                        "\n",
+                        1500 + k, pid);
   }
   return text;
 }
@@ -124,6 +143,84 @@ TEST(ProcessLabel, ReportListsUnrankedProcessesByHostDevicePid) {
   EXPECT_NE(text.find("4 processes without a rank"), std::string::npos) << text;
   EXPECT_LT(text.find("pid 200 on host gpu0 (cuda:0):"), text.find("pid 300 on host gpu1 (cuda:0):")) << text;
   fs::remove_all(dir);
+}
+
+// The job's files in a fresh directory, analyzed: the report's JSON summary and its text.
+struct Analyzed {
+  nlohmann::json summary;
+  std::string text;
+};
+
+Analyzed analyze_files(const std::string& name, const std::vector<std::pair<std::string, std::string>>& files) {
+  fs::path dir = fs::path(::testing::TempDir()) / fmt::format("{}-{}", name, ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const auto& [file, text] : files) std::ofstream(dir / file) << text;
+  AnalyzeOptions o;
+  o.paths = {dir.string()};
+  o.rule_dirs = {CUPROBE_TEST_RULES_DIR};
+  o.threads = 2;
+  auto r = analyze(o);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  if (!r.ok()) return {};
+  char* buf = nullptr;
+  size_t len = 0;
+  FILE* out = open_memstream(&buf, &len);
+  print_report(*r, false, out);
+  std::fclose(out);
+  Analyzed a{r->summary, std::string(buf, len)};
+  std::free(buf);
+  fs::remove_all(dir);
+  return a;
+}
+
+// torchrun's agent and two workers with RANK: the agent is one line, not a process of the list.
+TEST(ProcessLabel, LauncherWithoutCudaWorkIsCountedNotListed) {
+  Analyzed a = analyze_files(
+      "launcher", {{"agent.jsonl", idle_text(100, "gpu0", R"(["/usr/bin/python3", "/venv/bin/torchrun", "--nproc-per-node=2", "train.py"])")},
+                   {"w0.jsonl", process_text(101, "gpu0", 0, R"("rank": 0)")},
+                   {"w1.jsonl", process_text(102, "gpu0", 1, R"("rank": 1)")}});
+  // The JSON summary keeps every process, the agent marked.
+  EXPECT_EQ(a.summary["processes"], 3);
+  EXPECT_EQ(a.summary["launcher_processes"], 1);
+  EXPECT_EQ(a.summary["unranked_processes"], 1);
+  ASSERT_EQ(a.summary["per_process"].size(), 3u);
+  for (const auto& p : a.summary["per_process"]) {
+    EXPECT_EQ(p["launcher"], p["pid"] == 100) << p.dump();
+    if (p["pid"] == 100) EXPECT_EQ(p["program"], "torchrun");
+  }
+  EXPECT_NE(a.text.find("  1 launcher process without CUDA work (torchrun, pid 100) not listed\n"), std::string::npos)
+      << a.text;
+  EXPECT_EQ(a.text.find("pid 100 on host"), std::string::npos) << a.text;
+  EXPECT_EQ(a.text.find("without a rank"), std::string::npos) << "the agent is no worker without a rank\n" << a.text;
+  EXPECT_NE(a.text.find("rank 0 (pid 101 on host gpu0):"), std::string::npos) << a.text;
+}
+
+// Workers without a rank are still counted as such; launchers are not among them. A process that
+// did no work but died (a worker that failed early) is listed; so is every process of a job in
+// which none did any work.
+TEST(ProcessLabel, OnlyCleanIdleProcessesOfAWorkingJobAreLaunchers) {
+  Analyzed a = analyze_files(
+      "launchers",
+      {{"agent.jsonl", idle_text(100, "gpu0", R"(["python3", "-u", "-m", "torch.distributed.run", "train.py"])")},
+       {"spawner.jsonl", idle_text(99, "gpu0", R"(["/usr/bin/python3.12", "-X", "dev", "launch.py"])")},
+       {"early.jsonl", idle_text(103, "gpu0", R"(["python3", "train.py"])", "signaled")},
+       {"w0.jsonl", process_text(101, "gpu0", 0)},
+       {"w1.jsonl", process_text(102, "gpu0", 1)}});
+  EXPECT_EQ(a.summary["launcher_processes"], 2);
+  EXPECT_EQ(a.summary["unranked_processes"], 5);
+  EXPECT_NE(a.text.find("  2 launcher processes without CUDA work (launch.py, pid 99; torch.distributed.run, pid 100) "
+                        "not listed\n"),
+            std::string::npos)
+      << a.text;
+  EXPECT_NE(a.text.find("  3 processes without a rank"), std::string::npos) << a.text;
+  EXPECT_NE(a.text.find("pid 103 on host gpu0:"), std::string::npos) << "died before its work: listed\n" << a.text;
+
+  Analyzed idle = analyze_files("idle", {{"a.jsonl", idle_text(7, "gpu0", R"(["python3", "probe.py"])")},
+                                         {"b.jsonl", idle_text(8, "gpu0", R"(["python3", "probe.py"])")}});
+  EXPECT_EQ(idle.summary["launcher_processes"], 0);
+  EXPECT_NE(idle.text.find("pid 7 on host gpu0:"), std::string::npos) << idle.text;
+  EXPECT_EQ(idle.text.find("launcher process"), std::string::npos) << idle.text;
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ void WarmupTracker::finish(ProcessFacts& f) {
   f.first_ns = first_ == UINT64_MAX ? 0 : first_;
   f.last_ns = last_;
   // A process that did no work: its job is its span.
-  f.job_start_ns = job_start_ != UINT64_MAX ? job_start_ : f.first_ns;
+  f.did_work = job_start_ != UINT64_MAX;
+  f.job_start_ns = f.did_work ? job_start_ : f.first_ns;
   uint64_t fraction_end = fraction_end_;
   if (!fraction_known_ && last_ > f.job_start_ns) {
     fraction_end = f.job_start_ns + uint64_t(double(last_ - f.job_start_ns) * warmup_fraction_);

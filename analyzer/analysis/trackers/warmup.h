@@ -65,7 +65,7 @@ class WarmupTracker {
     last_ = std::max(last_, e.ts_ns + e.dur_ns);
     if (v.runs_problem() && e.ret == 0) on_run(e, v);
   }
-  // first_ns, last_ns, job_start_ns, step_starts, steps, second_pass_ns, warmup_end_ns.
+  // first_ns, last_ns, job_start_ns, did_work, step_starts, steps, second_pass_ns, warmup_end_ns.
   void finish(ProcessFacts& f);
 
   // For trackers that count the steady state as the pass goes (both ends are followed; which one
