@@ -21,7 +21,7 @@ void warn_not_taken(const env::Var& var, const char* value) {
                      strlen(value) > 120 ? "..." : "", var.expected, var.fallback);
     if (n > 0) (void)!write(STDERR_FILENO, buf, size_t(n) < sizeof buf ? size_t(n) : sizeof buf - 1);
   }
-  unsetenv(var.name);
+  env_not_taken(var.id);
 }
 
 }  // namespace
@@ -40,6 +40,8 @@ bool env_flag(env::Id id) {
   const char* v = env_value(id);
   return v != nullptr && env::parse_flag(v, &on) && on;
 }
+
+void env_not_taken(env::Id id) { unsetenv(env::var(id).name); }
 
 uint64_t env_number(env::Id id) {
   uint64_t n = 0;

@@ -6,6 +6,13 @@
 // unless CUPROBE_QUIET) and removed from this process's environment, so that every later reader
 // and every program this one runs take the default, and a job says it once rather than once per
 // process. Called while the shim configures itself (getenv, no allocation); never on a hot path.
+//
+// Removing is the one change the shim makes to its environment for this, and it runs while the
+// shim configures itself at load (the constructor, before main and before the program can start
+// threads): unsetenv only moves entries within the existing array, where a setenv (a marker
+// naming what was said) could reallocate it under another reader. Within a job under `cuprobe
+// record` nothing is left to say: record refuses every value the shim would not take before the
+// job starts (cli/cmds/record.cpp), so the shim warns only about values the job set itself.
 #pragma once
 
 #include <stdint.h>
@@ -20,5 +27,9 @@ const char* env_value(env::Id id);
 bool env_flag(env::Id id);
 // A kNumber variable: its entry's default when unset, empty or not taken.
 uint64_t env_number(env::Id id);
+// For a kText variable whose own reader refused the value and said why (a fault plan or memory
+// cap that does not parse, an NVTX window the shim cannot open): removed, as env_value removes
+// the values it refuses, so that the programs this process runs do not say it again.
+void env_not_taken(env::Id id);
 
 }  // namespace cuprobe::shim

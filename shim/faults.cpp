@@ -159,6 +159,7 @@ void faults_configure() {
   if (const char* plan = env_value(env::Id::kFaults)) {
     if (!faults::parse_plan(plan, &g_plan, err, sizeof err)) {
       complain("the fault plan (CUPROBE_FAULTS)", err);
+      env_not_taken(env::Id::kFaults);  // said once for the job, not by each program it runs
     } else if (g_plan.n > 0) {
       for (int r = 0; r < g_plan.n; ++r) g_rule_live[r] = process_filters_hold(g_plan.rules[r]);
       if (g_plan.uses_problem_text) {
@@ -171,6 +172,7 @@ void faults_configure() {
   if (const char* cap = env_value(env::Id::kMemCap)) {
     if (!faults::parse_mem_cap(cap, &g_cap, err, sizeof err)) {
       complain("the memory cap (CUPROBE_MEM_CAP)", err);
+      env_not_taken(env::Id::kMemCap);
     } else if ((g_allocs = static_cast<Allocation*>(map_zeroed(kAllocSlots * sizeof(Allocation)))) != nullptr) {
       snprintf(g_cap_text, sizeof g_cap_text, "%s", cap);
       g_cap_on = true;

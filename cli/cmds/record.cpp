@@ -188,8 +188,8 @@ std::string job_env(const EnvList& env, const std::string& name) {
 
 // "" when every inherited CUPROBE_* value is one the shim takes; otherwise what is wrong.
 // Values record sets itself come from options that were checked when they were read. Variables
-// of free text are checked by their own readers (the fault plan, the memory cap and the plan
-// file in cmd_record; any run directory is recreated as CUPROBE_OUT).
+// of free text are checked by their own readers (the fault plan, the memory cap, the plan file
+// and the NVTX window in check_before_start; any run directory is recreated as CUPROBE_OUT).
 std::string check_inherited_variables(const EnvList& env) {
   for (const env::Var& var : env::kVars) {
     if (var.kind == env::Kind::kText) continue;
@@ -603,11 +603,17 @@ std::string alerts_option(const std::string& v) {
   return "file:" + file;
 }
 
+// The NVTX tool the environment names already, "" when none: a capture window needs the shim to
+// be the job's tool.
+std::string other_nvtx_tool() {
+  const char* other = std::getenv("NVTX_INJECTION64_PATH");
+  return other != nullptr ? other : "";
+}
+
 // --window-nvtx NAME: the shim must be the job's NVTX tool.
 std::string window_nvtx_option(const std::string& v) {
   if (v.empty()) throw UsageError("--window-nvtx expects the name of an NVTX range");
-  const char* other = std::getenv("NVTX_INJECTION64_PATH");
-  if (other != nullptr && *other != 0) {
+  if (std::string other = other_nvtx_tool(); !other.empty()) {
     throw UsageError(fmt::format("--window-nvtx needs cuprobe as the job's NVTX tool, but NVTX_INJECTION64_PATH "
                                  "names {}; unset it (or leave out --window-nvtx)",
                                  other));
@@ -744,6 +750,21 @@ void check_pin_plans(Request& r) {
   }
 }
 
+// A capture window inherited from a launcher script, with another NVTX tool named: refused as
+// --window-nvtx is, since every process of the job would say it cannot open the window.
+void check_window_nvtx(const EnvList& env) {
+  const char* name = env::var(env::Id::kWindowNvtx).name;
+  for (const auto& kv : env) {
+    if (kv.first == name) return;  // the option, checked as it was read
+  }
+  const char* inherited = std::getenv(name);
+  std::string other = other_nvtx_tool();
+  if (inherited == nullptr || *inherited == 0 || other.empty()) return;
+  throw UsageError(fmt::format("{}={} in the environment needs cuprobe as the job's NVTX tool, but "
+                               "NVTX_INJECTION64_PATH names {}; unset one of them",
+                               name, inherited, other));
+}
+
 // An alerts file inherited from a launcher script: opened as the shim would open it.
 void check_alerts_file(const EnvList& env) {
   if (std::string alerts = job_env(env, "CUPROBE_ALERTS"); alerts.rfind("file:", 0) == 0 && alerts.size() > 5) {
@@ -878,6 +899,7 @@ bool check_before_start(Request& r) {
   }
   check_pin_plans(r);
   check_alerts_file(r.env);
+  check_window_nvtx(r.env);
   if (std::string bad = check_inherited_variables(r.env); !bad.empty()) {
     fmt::print(stderr, "cuprobe record: {}\ncuprobe record: the command was not started; see cuprobe record --help\n",
                bad);

@@ -2,7 +2,8 @@
 // private and refused when someone else can write into it, option values and inherited CUPROBE_*
 // values the shim would not take, a shim path LD_PRELOAD cannot carry, programs the loader will
 // not preload into (setuid, static, sudo, env -i), and why no trace came. And the shim's side:
-// under plain LD_PRELOAD a value it cannot read is reported once and the default is used.
+// under plain LD_PRELOAD a value it cannot read is reported once and the default is used, once
+// per job rather than per program (issue 28 item 5).
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -329,6 +330,57 @@ TEST(RecordChecks, ShimWarnsOnceAboutAValueItCannotReadAndUsesTheDefault) {
   EXPECT_EQ(r.err.find("cuprobe:"), std::string::npos) << r.err;
   r = run({prog}, preload_env(fresh_dir("shim-loud"), {{"CUPROBE_QUIET", "loud"}}));
   EXPECT_NE(r.err.find("cuprobe: CUPROBE_QUIET=loud is not 1 or 0"), std::string::npos) << r.err;
+}
+
+// A job of a parent and the child it starts (tests/programs/forker: a parent, its forked child,
+// which execs the same program again), each with the shim. A value that only its own reader
+// checks (the fault plan, the memory cap, the capture window) is said once for the job, not by
+// every program: the first shim to refuse it removes it, as it removes the values it refuses.
+TEST(RecordChecks, ShimSaysOncePerJobWhatItsReadersRefuse) {
+  const std::string forker = program("forker");
+  const std::string plan_line = "cuprobe: the fault plan (CUPROBE_FAULTS) not used, nothing will be injected";
+  {
+    // Under record, the plan inherited from the environment stops record, which says why once.
+    std::string dir = fresh_dir("once-record-inherited");
+    RunResult r = record(dir + "/run", {forker}, shim_env({{"CUPROBE_FAULTS", "alloc:OOM,nth=x"}}));
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_EQ(count(r.err, "'nth=x'"), 1u) << r.err;
+    EXPECT_EQ(count(r.err, plan_line), 0u) << r.err;
+    EXPECT_NE(r.err.find("not started"), std::string::npos) << r.err;
+  }
+  {
+    // Under record, a plan the job's launcher sets for the programs it starts: the job says it
+    // once, every process is traced, and nothing is injected anywhere.
+    std::string dir = fresh_dir("once-record-job");
+    RunResult r = record(dir, {"env", "CUPROBE_FAULTS=alloc:OOM,nth=x", forker}, shim_env());
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(count(r.err, plan_line), 1u) << r.err;
+    EXPECT_EQ(trace_files(dir).size(), 3u) << "parent, forked child, exec'd program";
+    for (const auto& c : of_type(dump(dir), "call")) EXPECT_FALSE(c.contains("injected")) << c.dump();
+  }
+  {
+    // Plain LD_PRELOAD: the same for the memory cap and for a capture window another NVTX tool
+    // keeps the shim from opening.
+    std::string dir = fresh_dir("once-preload");
+    RunResult r = run({forker}, preload_env(dir + "/cap", {{"CUPROBE_MEM_CAP", "lots"}}));
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(count(r.err, "cuprobe: the memory cap (CUPROBE_MEM_CAP) not used"), 1u) << r.err;
+    EXPECT_EQ(trace_files(dir + "/cap").size(), 3u);
+    r = run({forker}, preload_env(dir + "/nvtx", {{"CUPROBE_WINDOW_NVTX", "step"},
+                                                  {"NVTX_INJECTION64_PATH", "/nonexistent/libtool.so"}}));
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(count(r.err, "cuprobe: CUPROBE_WINDOW_NVTX=step needs the shim as the NVTX tool"), 1u) << r.err;
+  }
+  {
+    // Record refuses that window inherited, as it refuses --window-nvtx then.
+    std::string dir = fresh_dir("once-record-nvtx");
+    RunResult r = record(dir + "/run", {forker}, shim_env({{"CUPROBE_WINDOW_NVTX", "step"},
+                                                           {"NVTX_INJECTION64_PATH", "/nonexistent/libtool.so"}}));
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_EQ(count(r.err, "CUPROBE_WINDOW_NVTX=step in the environment needs cuprobe as the job's NVTX tool"), 1u)
+        << r.err;
+    EXPECT_TRUE(trace_files(dir + "/run").empty()) << r.err;
+  }
 }
 
 TEST(RecordChecks, ShimTakesTheDefaultRatherThanAHalfReadValue) {
