@@ -215,8 +215,8 @@ std::string short_frame(std::string_view frame) {
 
 std::string short_call_site(std::string_view site) {
   std::string out;
-  if (size_t colon = site.find(": "); colon != std::string_view::npos &&
-                                      site.substr(0, colon).find_first_of("()<>{}/") == std::string_view::npos) {
+  if (size_t colon = site.find(": ");
+      colon != std::string_view::npos && site.substr(0, colon).find_first_of("()<>{}/") == std::string_view::npos) {
     out = std::string(site.substr(0, colon + 2));
     site.remove_prefix(colon + 2);
   }

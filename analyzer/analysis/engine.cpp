@@ -175,7 +175,8 @@ json summarize(const AllFacts& all) {
   json devices = json::array();
   std::set<std::string> device_keys;
   int unfinished = 0, searches = 0, launchers = 0;
-  bool job_did_work = std::any_of(all.processes.begin(), all.processes.end(), [](const ProcessFacts& p) { return p.did_work; });
+  bool job_did_work =
+      std::any_of(all.processes.begin(), all.processes.end(), [](const ProcessFacts& p) { return p.did_work; });
   // The fault plan's rules over the job, by name: what each matched, replaced, and what followed.
   std::map<std::string, json> fault_rules;
   std::vector<std::string> fault_order;

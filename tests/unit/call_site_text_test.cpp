@@ -117,9 +117,10 @@ TEST(CallSiteText, ComposedSites) {
   EXPECT_EQ(short_call_site("88 late searches from: /home/me/train.py:12 in step < at::native::cudnn_convolution("
                             "at::Tensor const&) (libtorch_cuda.so) < 0x12 (libcudnn.so.9)"),
             "88 late searches from: /home/me/train.py:12 in step < native::cudnn_convolution < 0x12 (libcudnn.so.9)");
-  EXPECT_EQ(short_call_site("the failed request: train.py:3 in f < c10::cuda::CUDACachingAllocator::Native::"
-                            "DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*) (libc10_cuda.so)"),
-            "the failed request: train.py:3 in f < DeviceCachingAllocator::malloc");
+  EXPECT_EQ(
+      short_call_site("the failed request: train.py:3 in f < c10::cuda::CUDACachingAllocator::Native::"
+                      "DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*) (libc10_cuda.so)"),
+      "the failed request: train.py:3 in f < DeviceCachingAllocator::malloc");
   // No words before the frames: nothing taken for a prefix.
   EXPECT_EQ(short_call_site("train.py:3 in f < ns::a::b(int) (libx.so)"), "train.py:3 in f < a::b");
   EXPECT_EQ(short_call_site(""), "");
@@ -128,17 +129,23 @@ TEST(CallSiteText, ComposedSites) {
 // The text report prints short frames; the JSON keeps the full ones.
 TEST(CallSiteText, ReportShortensJsonDoesNot) {
   Report r;
-  r.summary = {{"processes", 1}, {"hosts", {"gpu0"}}, {"ranks", nlohmann::json::array()},
-               {"events", 10},   {"duration_s", 1.0}, {"devices", nlohmann::json::array()},
-               {"calls_by_api", nlohmann::json::object()}, {"per_process", nlohmann::json::array()},
+  r.summary = {{"processes", 1},
+               {"hosts", {"gpu0"}},
+               {"ranks", nlohmann::json::array()},
+               {"events", 10},
+               {"duration_s", 1.0},
+               {"devices", nlohmann::json::array()},
+               {"calls_by_api", nlohmann::json::object()},
+               {"per_process", nlohmann::json::array()},
                {"faults", nlohmann::json::array()}};
   Finding f;
   f.rule = "allocation-churn";
   f.title = "t";
   f.message = "m";
-  const std::string full = "3 steady-state allocations from: /home/me/train.py:12 in step < c10::cuda::"
-                           "CUDACachingAllocator::Native::DeviceCachingAllocator::alloc_block(c10::cuda::"
-                           "CUDACachingAllocator::Native::AllocParams&, bool) (libc10_cuda.so)";
+  const std::string full =
+      "3 steady-state allocations from: /home/me/train.py:12 in step < c10::cuda::"
+      "CUDACachingAllocator::Native::DeviceCachingAllocator::alloc_block(c10::cuda::"
+      "CUDACachingAllocator::Native::AllocParams&, bool) (libc10_cuda.so)";
   f.call_sites = {full};
   r.findings.push_back(f);
   char* buf = nullptr;

@@ -177,9 +177,11 @@ Analyzed analyze_files(const std::string& name, const std::vector<std::pair<std:
 // torchrun's agent and two workers with RANK: the agent is one line, not a process of the list.
 TEST(ProcessLabel, LauncherWithoutCudaWorkIsCountedNotListed) {
   Analyzed a = analyze_files(
-      "launcher", {{"agent.jsonl", idle_text(100, "gpu0", R"(["/usr/bin/python3", "/venv/bin/torchrun", "--nproc-per-node=2", "train.py"])")},
-                   {"w0.jsonl", process_text(101, "gpu0", 0, R"("rank": 0)")},
-                   {"w1.jsonl", process_text(102, "gpu0", 1, R"("rank": 1)")}});
+      "launcher",
+      {{"agent.jsonl",
+        idle_text(100, "gpu0", R"(["/usr/bin/python3", "/venv/bin/torchrun", "--nproc-per-node=2", "train.py"])")},
+       {"w0.jsonl", process_text(101, "gpu0", 0, R"("rank": 0)")},
+       {"w1.jsonl", process_text(102, "gpu0", 1, R"("rank": 1)")}});
   // The JSON summary keeps every process, the agent marked.
   EXPECT_EQ(a.summary["processes"], 3);
   EXPECT_EQ(a.summary["launcher_processes"], 1);
