@@ -424,7 +424,7 @@ void print_process(FILE* out, const json& p) {
   if (const json& c = p["pinning"]; c.is_object()) fmt::print(out, "    plan pinning: {}\n", c["text"].get<std::string>());
 }
 
-// "1 launcher process without CUDA work (torchrun, pid 123) not listed": the processes the
+// "1 process without CUDA work (a launcher or helper: torchrun, pid 123) not listed": the processes the
 // summary marks as launchers, named by program and pid (and host in a job of several), the first
 // few of them.
 void print_launchers(FILE* out, const json& s) {
@@ -442,7 +442,8 @@ void print_launchers(FILE* out, const json& s) {
   std::string list;
   for (const auto& x : named) list += (list.empty() ? "" : "; ") + x;
   if (n > named.size()) list += fmt::format("; and {} more", n - named.size());
-  fmt::print(out, "  {} launcher process{} without CUDA work ({}) not listed\n", n, n == 1 ? "" : "es", list);
+  // Launchers (torchrun's agent) and helpers (torch.compile's workers) alike.
+  fmt::print(out, "  {} process{} without CUDA work (a launcher or helper: {}) not listed\n", n, n == 1 ? "" : "es", list);
 }
 
 }  // namespace

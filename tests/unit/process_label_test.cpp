@@ -191,7 +191,7 @@ TEST(ProcessLabel, LauncherWithoutCudaWorkIsCountedNotListed) {
     EXPECT_EQ(p["launcher"], p["pid"] == 100) << p.dump();
     if (p["pid"] == 100) EXPECT_EQ(p["program"], "torchrun");
   }
-  EXPECT_NE(a.text.find("  1 launcher process without CUDA work (torchrun, pid 100) not listed\n"), std::string::npos)
+  EXPECT_NE(a.text.find("  1 process without CUDA work (a launcher or helper: torchrun, pid 100) not listed\n"), std::string::npos)
       << a.text;
   EXPECT_EQ(a.text.find("pid 100 on host"), std::string::npos) << a.text;
   EXPECT_EQ(a.text.find("without a rank"), std::string::npos) << "the agent is no worker without a rank\n" << a.text;
@@ -211,7 +211,7 @@ TEST(ProcessLabel, OnlyCleanIdleProcessesOfAWorkingJobAreLaunchers) {
        {"w1.jsonl", process_text(102, "gpu0", 1)}});
   EXPECT_EQ(a.summary["launcher_processes"], 2);
   EXPECT_EQ(a.summary["unranked_processes"], 5);
-  EXPECT_NE(a.text.find("  2 launcher processes without CUDA work (launch.py, pid 99; torch.distributed.run, pid 100) "
+  EXPECT_NE(a.text.find("  2 processes without CUDA work (a launcher or helper: launch.py, pid 99; torch.distributed.run, pid 100) "
                         "not listed\n"),
             std::string::npos)
       << a.text;
@@ -222,7 +222,7 @@ TEST(ProcessLabel, OnlyCleanIdleProcessesOfAWorkingJobAreLaunchers) {
                                          {"b.jsonl", idle_text(8, "gpu0", R"(["python3", "probe.py"])")}});
   EXPECT_EQ(idle.summary["launcher_processes"], 0);
   EXPECT_NE(idle.text.find("pid 7 on host gpu0:"), std::string::npos) << idle.text;
-  EXPECT_EQ(idle.text.find("launcher process"), std::string::npos) << idle.text;
+  EXPECT_EQ(idle.text.find("without CUDA work"), std::string::npos) << idle.text;
 }
 
 }  // namespace

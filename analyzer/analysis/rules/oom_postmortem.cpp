@@ -5,6 +5,8 @@
 // last calls: it may have been killed (the kernel's OOM killer, SIGKILL).
 #include <cctype>
 
+#include <algorithm>
+
 #include "analysis/common.h"
 #include "enum_names.h"
 #include "analysis/rules.h"
@@ -229,8 +231,17 @@ void out_of_memory(const RuleSpec& spec, const AllFacts& all, const ProcessFacts
   auto mem = p.memory.find(o.device);
   uint64_t total = mem != p.memory.end() ? mem->second.total_mem : 0;
   // A failure cuprobe made: the memory cap stands in for the device's size.
+  // Every failure a cuDNN search's own workspace request that the search got past (it asks for the
+  // largest workspace that might fit and moves on to plans needing less): routine, at info; the
+  // size of those requests is workspace-blowup's to judge.
+  const bool only_search_retries =
+      !failures.fatal && std::all_of(failures.reqs.begin(), failures.reqs.end(),
+                                     [](const Request& r) { return !r.first->search_problem.empty(); });
   std::string headline = failures.fatal ? "out of memory, and the process did no more work after it"
-                                        : "out of memory, recovered each time";
+                         : only_search_retries
+                             ? "out of memory only in cuDNN's plan selection, which moved on to plans needing less "
+                               "each time (routine: see workspace-blowup for the size of what it asked)"
+                             : "out of memory, recovered each time";
   auto cap = p.mem_cap.find(o.device);
   if (o.mem_cap && cap != p.mem_cap.end()) {
     headline = fmt::format("out of memory under cuprobe's memory cap of {} (the device itself has {}){}",
@@ -279,8 +290,8 @@ void out_of_memory(const RuleSpec& spec, const AllFacts& all, const ProcessFacts
                        {"failures", failures_json(ooms)}};
   Finding f = make_finding(spec, ev, 0);
   f.at_wall_ns = p.trace->wall_ns(o.ts_ns);
-  if (!failures.fatal) f.severity = Severity::kWarning;
-  f.run_event = failures.fatal ? RunEvent::kEndedRun : RunEvent::kFailure;
+  if (!failures.fatal) f.severity = only_search_retries ? Severity::kInfo : Severity::kWarning;
+  f.run_event = failures.fatal ? RunEvent::kEndedRun : only_search_retries ? RunEvent::kNone : RunEvent::kFailure;
   f.fix = fix_for(spec, o, why.cause, failures.fatal);
   f.pids.push_back(p.pid);
   if (!o.search_problem.empty()) f.problems.push_back(o.search_problem);
