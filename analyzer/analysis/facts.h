@@ -118,6 +118,10 @@ struct OomEvent {
   uint64_t framework_allocated = 0;
   uint64_t framework_reserved = 0;
   uint64_t failed_call_size = 0;       // what the failed call itself asked for (a page of a mapping)
+  // A stream-ordered pool's request: what the device's pools held reserved when the shim sampled
+  // them right after the failure (0: no sample), and what was live in them.
+  uint64_t pool_reserved = 0;
+  uint64_t pool_live = 0;
   uint64_t partial = 0;                // of `live`, pages of the same request the thread had just obtained
   std::string owner;                   // who made the failed call (owner_of)
   std::map<std::string, uint64_t> live_by_owner;

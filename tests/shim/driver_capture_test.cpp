@@ -455,5 +455,26 @@ TEST(DriverCapture, PoolReservedMemoryIsSampledAndCountsAsSeen) {
   EXPECT_TRUE(gap) << b.out;
 }
 
+// Issue 28: an out-of-memory failure of a pool request that the pool's free memory would have
+// served, had it been in one piece: fragmentation in the pool, told from the pool sample the shim
+// takes right after the failure, not "live allocations fill the device".
+TEST(DriverCapture, APoolThatHoldsEnoughInPiecesIsFragmentation) {
+  constexpr uint64_t kGiB = 1ull << 30;
+  Traced t = record_program("pool_oom", {program("pool_growth"), "oom"},
+                            {{"FAKECUDA_MEM", std::to_string(7 * kGiB)}, {"CUPROBE_MEM_SAMPLE_MS", "1"}});
+  ASSERT_EQ(t.r.status, 1) << t.r.out << t.r.err;
+  RunResult a = run({cuprobe_bin(), "analyze", "--json", t.dir});
+  ASSERT_NE(a.status, 2) << a.err;
+  const json report = json::parse(a.out);
+  ASSERT_FALSE(report["findings"].empty()) << a.out;
+  const json& oom = report["findings"][0];
+  ASSERT_EQ(oom["rule"], "oom-postmortem") << a.out;
+  EXPECT_EQ(oom["evidence"]["cause"], "fragmentation") << oom.dump(2);
+  EXPECT_EQ(oom["evidence"]["pool_reserved"], 6 * kGiB) << oom.dump(2);
+  EXPECT_EQ(oom["evidence"]["pool_live"], 0) << oom.dump(2);
+  EXPECT_NE(oom["message"].get<std::string>().find("fragmentation in the stream-ordered pool"), std::string::npos);
+  EXPECT_NE(oom["fix"].get<std::string>().find("empty_cache"), std::string::npos) << oom["fix"];
+}
+
 }  // namespace
 }  // namespace cuprobe::test

@@ -145,6 +145,18 @@ Diagnosis diagnose(const RuleSpec& spec, const OomEvent& o, uint64_t total) {
                         human_bytes(o.framework_reserved), human_bytes(o.framework_allocated), human_bytes(cached_free),
                         human_bytes(request))};
   }
+  // A stream-ordered pool (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync) keeps what was freed
+  // reserved: when what it held free would have served the request, the pool's pieces were the
+  // obstacle, not live data (its reserved bytes come from the shim's sample right after the failure).
+  const uint64_t pool_free = o.pool_reserved > o.pool_live ? o.pool_reserved - o.pool_live : 0;
+  if (o.search_problem.empty() && pool_free >= request && o.pool_reserved != 0) {
+    return {Cause::kFragmentation,
+            fmt::format("fragmentation in the stream-ordered pool (cudaMallocAsync): it held {} reserved with {} "
+                        "live; the {} free in it would have served the {} request, but not in one piece, and the "
+                        "{} had no room to reserve more",
+                        human_bytes(o.pool_reserved), human_bytes(o.pool_live), human_bytes(pool_free),
+                        human_bytes(request), space)};
+  }
   if (!o.search_problem.empty() ||
       double(workspace_live) >= spec.param("workspace_share") * double(std::max<uint64_t>(o.live, 1))) {
     return {Cause::kWorkspace, o.search_problem.empty()
@@ -205,6 +217,13 @@ std::string fix_for(const RuleSpec& spec, const OomEvent& o, Cause cause, bool f
     return "The job already maps its memory in pieces (PyTorch's expandable_segments), so fragmentation is not the "
            "cause: reduce the batch or the activations kept for backward (gradient checkpointing), free or offload "
            "tensors kept alive across steps, or give the job a device with more memory.";
+  }
+  if (cause == Cause::kFragmentation && o.pool_reserved != 0) {
+    std::string fix = "The stream-ordered pool (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync) keeps freed memory "
+                      "reserved in pieces: call torch.cuda.empty_cache() before the large request (it trims the "
+                      "pool), or run the job on PyTorch's native allocator with "
+                      "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, whose segments grow in place.";
+    return fatal ? fix : "The job recovered and carried on; to avoid the failed attempts: " + fix;
   }
   std::string fix = spec.fix_for(name_of(cause));
   if (!fatal && !fix.empty()) {
@@ -270,6 +289,8 @@ void out_of_memory(const RuleSpec& spec, const AllFacts& all, const ProcessFacts
                        {"framework_request", o.framework_request},
                        {"raised", o.raised},
                        {"failed_call_size", o.failed_call_size},
+                       {"pool_reserved", o.pool_reserved},
+                       {"pool_live", o.pool_live},
                        {"obtained_before", o.partial},
                        {"live_by_owner", owners_json},
                        {"owners_text", owners.empty() ? "none recorded" : owners},

@@ -188,6 +188,7 @@ void MemoryTracker::on_alloc(const reader::Event& e, const ApiView& v) {
     // A pool that failed to grow by `size` may keep what it got before failing (seen on an
     // H200: 19 GiB of a 30 GiB cudaMallocAsync stayed in the pool).
     if (pooled) m.pooled_peak = std::max(m.pooled_peak, m.pooled_live + size);
+    if (pooled) pool_oom_[e.device] = ooms_.size();  // the OomEvent pushed below
     OomEvent o;
     o.ts_ns = e.ts_ns;
     o.tid = e.tid;
@@ -195,6 +196,7 @@ void MemoryTracker::on_alloc(const reader::Event& e, const ApiView& v) {
     o.api = v.api->name;
     o.requested = size;
     o.failed_call_size = size;
+    if (pooled) o.pool_live = m.pooled_live;
     if (v.physical) o.partial = std::exchange(pending_pages_[e.tid], 0);
     o.owner = owner_of(trace_, *v.api, field(e, v.caller), e.stack);
     o.ret = e.ret;
@@ -286,6 +288,7 @@ void MemoryTracker::on_sample(const reader::Event& e, const ApiView& v) {
   // (the context, and whatever else was on the device before this process allocated).
   uint64_t total = field(e, v.total), free_bytes = field(e, v.free_bytes);
   if (total == 0 || free_bytes > total) return;
+  pool_oom_.erase(e.device);  // the pools were sampled just before this sample, if at all
   MemoryCoverage& c = coverage_[e.device];
   c.device = e.device;
   c.total = total;
@@ -315,8 +318,13 @@ void MemoryTracker::on_sample(const reader::Event& e, const ApiView& v) {
 
 void MemoryTracker::on_pool_sample(const reader::Event& e, const ApiView& v) {
   constexpr uint64_t kReservedMemCurrent = 0x5;  // cudaMemPoolAttrReservedMemCurrent
-  if (field(e, v.attr) == kReservedMemCurrent) {
-    pool_reserved_[e.device][field(e, v.pool)] = field(e, v.value);
+  if (field(e, v.attr) != kReservedMemCurrent) return;
+  auto& pools = pool_reserved_[e.device];
+  pools[field(e, v.pool)] = field(e, v.value);
+  if (auto it = pool_oom_.find(e.device); it != pool_oom_.end() && it->second < ooms_.size()) {
+    uint64_t reserved = 0;
+    for (const auto& [pool, bytes] : pools) reserved += bytes;
+    ooms_[it->second].pool_reserved = reserved;
   }
 }
 

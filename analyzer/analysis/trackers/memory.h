@@ -117,6 +117,8 @@ class MemoryTracker {
   // What each pool held reserved at its latest sample, per device (the shim samples pools just
   // before the device's own account).
   std::map<int, std::map<uint64_t, uint64_t>> pool_reserved_;
+  // A pool's failed request per device, until the samples the shim takes right after it.
+  std::map<int, size_t> pool_oom_;
   uint64_t plain_allocs_ = 0, physical_allocs_ = 0, pooled_allocs_ = 0;
 };
 
