@@ -295,6 +295,18 @@ Cost measure_cost(const ProcessFacts& p, const std::vector<Searched>& searched, 
   return c;
 }
 
+// A pattern that is paid once ("buckets", a partial batch, an evaluation batch) whose searches
+// still cost in the last half is a storm after all. Repeats stay research-repeat's to judge.
+void overrule_by_cost(const RuleSpec& spec, Verdict& v, size_t half_n) {
+  if (!v.benign || v.pattern == kPatternRepeats) return;
+  v.benign = false;
+  v.summary = fmt::format("new shapes keep arriving although they looked like {} ({}): {} searches in the last half "
+                          "of the job",
+                          v.pattern, v.summary, half_n);
+  v.pattern = kPatternUnbounded;
+  v.fix = spec.fix_for(v.pattern);
+}
+
 // The operations searched, in words ("conv_dgrad, conv_fwd").
 std::string ops_of(const std::vector<Searched>& searched) {
   std::set<std::string> ops;
@@ -370,14 +382,7 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
     // batch) is nothing to fix only while searching stops or costs little. Repeats are
     // research-repeat's to judge.
     const bool costly = double(half_n) >= min_half && half_share >= min_half_share;
-    if (v.benign && costly && v.pattern != kPatternRepeats) {
-      v.benign = false;
-      v.summary = fmt::format("new shapes keep arriving although they looked like {} ({}): {} searches in the last "
-                              "half of the job",
-                              v.pattern, v.summary, half_n);
-      v.pattern = kPatternUnbounded;
-      v.fix = spec.fix_for(v.pattern);
-    }
+    if (costly) overrule_by_cost(spec, v, half_n);
 
     Severity severity = Severity::kInfo;
     if (!v.benign && costly) severity = half_share >= error_share ? Severity::kError : Severity::kWarning;
