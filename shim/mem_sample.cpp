@@ -29,21 +29,28 @@ void* g_exchange_capture_mode[2];  // cudaThreadExchangeStreamCaptureMode, cuThr
 constexpr int kMaxSampledPools = 4;
 uint32_t g_current_pool_used;
 void* g_pools[kMaxSampledPools];
-void* g_pool_fns[2];  // cudaDeviceGetMemPool, cudaMemPoolGetAttribute (the real one)
+void* g_device_get_mem_pool;  // cudaDeviceGetMemPool (not hooked: resolved when first needed)
+
+// A function of `lib` the shim calls itself, resolved once into `slot` (nullptr: not there yet).
+void* lazy_symbol(void*& slot, trace::Library lib, const char* name) {
+  void* p = __atomic_load_n(&slot, __ATOMIC_ACQUIRE);
+  if (p == nullptr) {
+    p = resolve_in_library(lib, name);
+    if (p != nullptr) __atomic_store_n(&slot, p, __ATOMIC_RELEASE);
+  }
+  return p;
+}
 
 // While a stream is being captured into a CUDA graph in the global mode, calls that might
 // synchronize are refused and invalidate the capture. A sample switches the calling thread to
 // the relaxed mode around its query (as PyTorch does around cudaMalloc) and back.
 int exchange_capture_mode(bool runtime, int mode) {
   using Fn = int (*)(int*);
-  int slot = runtime ? 0 : 1;
-  void* p = __atomic_load_n(&g_exchange_capture_mode[slot], __ATOMIC_ACQUIRE);
-  if (p == nullptr) {
-    p = runtime ? resolve_in_library(trace::Library::kCudart, "cudaThreadExchangeStreamCaptureMode")
-                : resolve_in_library(trace::Library::kDriver, "cuThreadExchangeStreamCaptureMode");
-    if (p == nullptr) return -1;
-    __atomic_store_n(&g_exchange_capture_mode[slot], p, __ATOMIC_RELEASE);
-  }
+  void* p = runtime ? lazy_symbol(g_exchange_capture_mode[0], trace::Library::kCudart,
+                                  "cudaThreadExchangeStreamCaptureMode")
+                    : lazy_symbol(g_exchange_capture_mode[1], trace::Library::kDriver,
+                                  "cuThreadExchangeStreamCaptureMode");
+  if (p == nullptr) return -1;
   int m = mode;
   return reinterpret_cast<Fn>(p)(&m) == 0 ? m : -1;
 }
@@ -55,26 +62,19 @@ ApiId sample_api(bool driver) {
   return !driver && real_function(ApiId::cudaMemGetInfo) != nullptr ? ApiId::cudaMemGetInfo : ApiId::cuMemGetInfo_v2;
 }
 
-void* pool_fn(int slot, const char* name) {
-  void* p = __atomic_load_n(&g_pool_fns[slot], __ATOMIC_ACQUIRE);
-  if (p == nullptr) {
-    p = resolve_in_library(trace::Library::kCudart, name);
-    if (p != nullptr) __atomic_store_n(&g_pool_fns[slot], p, __ATOMIC_RELEASE);
-  }
-  return p;
-}
-
 // What each pool in use on `device` holds reserved and in use: one cudaMemPoolGetAttribute record
 // per attribute, flagged as a sample. Runtime path only (pools are the runtime's here).
 void sample_pools(ThreadState& t, int device) {
   using GetPoolFn = int (*)(cudaMemPool_t*, int);
   using GetAttrFn = int (*)(cudaMemPool_t, cudaMemPoolAttr, void*);
-  auto get_attr = reinterpret_cast<GetAttrFn>(pool_fn(1, "cudaMemPoolGetAttribute"));
+  // Hooked, so the real function is in the shim's table already.
+  auto get_attr = reinterpret_cast<GetAttrFn>(real_function(ApiId::cudaMemPoolGetAttribute));
   if (get_attr == nullptr) return;
   void* pools[kMaxSampledPools + 1];
   int n = 0;
   if (__atomic_load_n(&g_current_pool_used, __ATOMIC_RELAXED)) {
-    auto get_pool = reinterpret_cast<GetPoolFn>(pool_fn(0, "cudaDeviceGetMemPool"));
+    auto get_pool = reinterpret_cast<GetPoolFn>(
+        lazy_symbol(g_device_get_mem_pool, trace::Library::kCudart, "cudaDeviceGetMemPool"));
     cudaMemPool_t current = nullptr;
     if (get_pool != nullptr && get_pool(&current, device) == 0 && current != nullptr) pools[n++] = current;
   }

@@ -297,10 +297,8 @@ void MemoryTracker::on_sample(const reader::Event& e, const ApiView& v) {
   // Pools: what they hold reserved when the shim sampled them (trace::kApiPoolInfo), else their
   // peak of live allocations standing for it (freed pool memory stays reserved until trimmed).
   uint64_t pooled = m.pooled_peak;
-  if (auto it = pool_reserved_.find(e.device); it != pool_reserved_.end()) {
-    uint64_t reserved = 0;
-    for (const auto& [pool, bytes] : it->second) reserved += bytes;
-    pooled = std::max(reserved, m.pooled_live);
+  if (pool_reserved_.count(e.device)) {
+    pooled = std::max(pool_reserved_on(e.device), m.pooled_live);
     c.pools_sampled = true;
   }
   uint64_t seen = m.live - std::min(m.live, m.pooled_live) + pooled;
@@ -316,15 +314,20 @@ void MemoryTracker::on_sample(const reader::Event& e, const ApiView& v) {
   }
 }
 
+uint64_t MemoryTracker::pool_reserved_on(int device) const {
+  uint64_t reserved = 0;
+  if (auto it = pool_reserved_.find(device); it != pool_reserved_.end()) {
+    for (const auto& [pool, bytes] : it->second) reserved += bytes;
+  }
+  return reserved;
+}
+
 void MemoryTracker::on_pool_sample(const reader::Event& e, const ApiView& v) {
   constexpr uint64_t kReservedMemCurrent = 0x5;  // cudaMemPoolAttrReservedMemCurrent
   if (field(e, v.attr) != kReservedMemCurrent) return;
-  auto& pools = pool_reserved_[e.device];
-  pools[field(e, v.pool)] = field(e, v.value);
+  pool_reserved_[e.device][field(e, v.pool)] = field(e, v.value);
   if (auto it = pool_oom_.find(e.device); it != pool_oom_.end() && it->second < ooms_.size()) {
-    uint64_t reserved = 0;
-    for (const auto& [pool, bytes] : pools) reserved += bytes;
-    ooms_[it->second].pool_reserved = reserved;
+    ooms_[it->second].pool_reserved = pool_reserved_on(e.device);
   }
 }
 

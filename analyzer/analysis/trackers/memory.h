@@ -79,6 +79,7 @@ class MemoryTracker {
   void on_address_space(const reader::Event& e, const ApiView& v);
   void on_sample(const reader::Event& e, const ApiView& v);
   void on_pool_sample(const reader::Event& e, const ApiView& v);
+  uint64_t pool_reserved_on(int device) const;  // what the device's pools held at their latest samples
   void on_oom_report(const reader::Event& e, const ApiView& v);
   // Accounts for a block the replay released (a free, or one replaced by an allocation at its
   // address); `physical`, `pooled`: the kind of memory the release gives back.
