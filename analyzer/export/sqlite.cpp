@@ -383,6 +383,7 @@ class SqliteSink : public TimelineSink {
                        .candidates = r.candidates.size(), .winner_id = Cell::or_null(winner_id, 0),
                        .winner_engine = w ? Cell(w->engine) : Cell::null(),
                        .winner_knobs = w ? Cell(w->knobs) : Cell::null(), .search_workspace = r.search_workspace,
+                       .probe_bytes = r.probe_bytes,
                        .align = Cell::or_null(r.align, 0), .plans_rejected = r.plans_rejected,
                        .complete = r.complete});
       ++rows_;

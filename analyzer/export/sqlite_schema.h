@@ -181,7 +181,8 @@ inline constexpr char kFromTheLauncher[] =
   X(winner_id, "INTEGER", "the chosen candidate (`candidates.id`); NULL when the trace ended first")     \
   X(winner_engine, "INTEGER", "the chosen plan's engine (legacy: algorithm)")                            \
   X(winner_knobs, "TEXT", "the chosen plan's knobs (legacy: math type)")                                 \
-  X(search_workspace, "INTEGER", "the largest allocation made during the search (bytes)")                \
+  X(search_workspace, "INTEGER", "the largest allocation made during the search and used by it (bytes)") \
+  X(probe_bytes, "INTEGER", "the largest allocation given straight back unused: an allocator probing")   \
   X(align, "INTEGER", "smallest alignment of the problem's data (bytes); NULL unknown")                  \
   X(plans_rejected, "INTEGER", "candidates whose build failed")                                          \
   X(complete, "INTEGER", "0 when the trace ended before the winner ran")

@@ -1,6 +1,7 @@
 // Search and heuristic-selection recognition; see searches.h.
 #include "trace/searches.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -15,6 +16,7 @@ enum Role : uint8_t {
   kElapsed,
   kEventRecord,
   kAlloc,
+  kFree,
   kLegacyFind,
   kLegacyGet,
   kLegacyConvExec,
@@ -59,12 +61,13 @@ SearchTracker::SearchTracker(const Trace& trace, Sink sink) : trace_(trace), sin
                a.field_index("knobs"), a.field_index("workspace"), a.field_index("notes"), a.field_index("plan"),
                a.field_index("ms"),    a.field_index("size"),  a.field_index("results"),  a.field_index("algo"),
                a.field_index("math"),  a.field_index("returned"), a.field_index("ws_ptr"), a.field_index("align"),
-               a.field_index("event"), a.field_index("start"), a.field_index("end")};
+               a.field_index("event"), a.field_index("start"), a.field_index("end"),   a.field_index("ptr")};
     if (a.flags & trace::kApiPlanFinalize) role_[id] = kFinalize;
     else if (a.flags & trace::kApiPlanExecute) role_[id] = kExecute;
     else if (a.flags & trace::kApiEventTiming) role_[id] = kElapsed;
     else if (a.flags & trace::kApiEventRecord) role_[id] = kEventRecord;
     else if (a.flags & trace::kApiDeviceAlloc) role_[id] = kAlloc;
+    else if (a.flags & trace::kApiDeviceFree) role_[id] = kFree;
     else if (a.flags & trace::kApiLegacyFind) role_[id] = kLegacyFind;
     else if (a.flags & trace::kApiLegacyGet) role_[id] = kLegacyGet;
     else if (a.flags & trace::kApiLegacyConvExec) role_[id] = kLegacyConvExec;
@@ -75,6 +78,7 @@ SearchTracker::SearchTracker(const Trace& trace, Sink sink) : trace_(trace), sin
 // executed successfully (the first one is the winner).
 void SearchTracker::close(Episode& ep) {
   if (!ep.open) return;
+  settle_pending(ep);
   SearchRecord& r = ep.rec;
   if (ep.timed) {
     r.mode = SearchMode::kBenchmark;
@@ -87,12 +91,21 @@ void SearchTracker::close(Episode& ep) {
   --open_episodes_;
 }
 
+void SearchTracker::settle_pending(Episode& ep) {
+  ep.rec.search_workspace = std::max(ep.rec.search_workspace, ep.pending_size);
+  ep.pending_ptr = ep.pending_size = 0;
+}
+
 void SearchTracker::on_event(const Event& e) {
   if (e.api >= role_.size()) return;
   uint8_t role = role_[e.api];
   if (role == kOther) return;
   const Fields& f = fields_[e.api];
   ThreadState& ts = threads_[e.tid];
+  // An allocation freed before the thread did any other work the tracker sees was a probe: an
+  // allocator measuring the room it has (PyTorch's cudaMallocAsync backend does so before each
+  // search: CudaMallocAsyncAllocator::cacheInfo), which no plan ran in. Anything else: in use.
+  if (role != kFree && ts.episode.pending_size) settle_pending(ts.episode);
   switch (role) {
     case kFinalize: return on_finalize(e, f, ts.episode);
     case kExecute: return on_execute(e, f, ts);
@@ -100,7 +113,19 @@ void SearchTracker::on_event(const Event& e) {
     case kElapsed: return on_elapsed(e, f, ts);
     case kAlloc: {
       Episode& ep = ts.episode;
-      if (ep.open && e.ret == 0) ep.rec.search_workspace = std::max(ep.rec.search_workspace, u(e, f.size));
+      if (ep.open && e.ret == 0) {
+        ep.pending_ptr = u(e, f.ptr);
+        ep.pending_size = u(e, f.size);
+      }
+      return;
+    }
+    case kFree: {
+      Episode& ep = ts.episode;
+      if (ep.open && ep.pending_size && ep.pending_ptr != 0 && u(e, f.ptr) == ep.pending_ptr) {
+        ep.rec.probe_bytes = std::max(ep.rec.probe_bytes, ep.pending_size);
+        ep.rec.probes++;
+        ep.pending_ptr = ep.pending_size = 0;
+      }
       return;
     }
     case kLegacyFind:

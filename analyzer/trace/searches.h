@@ -79,7 +79,12 @@ struct SearchRecord {
   StackId stack;        // the call stack of the call that began it (Trace::stack), 0 when none
   std::vector<SearchCandidate> candidates;
   int winner = -1;  // index into candidates, -1 when the trace ends before a winner ran
-  uint64_t search_workspace = 0;  // largest allocation made during the search
+  uint64_t search_workspace = 0;  // largest allocation made during the search and used by it
+  // Largest allocation made during the search and freed again before any cuDNN work on the
+  // thread: an allocator measuring how much it could give (PyTorch's cudaMallocAsync backend
+  // probes the pool so before each search), not a workspace.
+  uint64_t probe_bytes = 0;
+  int probes = 0;
   uint32_t align = 0;             // smallest alignment of the problem's data (bytes), 0 unknown
   int plans_rejected = 0;         // candidates whose build failed (routine NOT_SUPPORTED)
   bool complete = false;
@@ -108,6 +113,9 @@ class SearchTracker {
     int last_executed = -1;              // candidate index of the latest execution
     int first_ok = -1;                   // candidate index of the first successful execution
     bool timed = false;
+    // The latest allocation of the episode, until the thread either frees it (a probe) or does
+    // anything else the tracker sees (then it is search workspace).
+    uint64_t pending_ptr = 0, pending_size = 0;
   };
   struct LegacyPending {
     SearchRecord rec;
@@ -126,6 +134,7 @@ class SearchTracker {
 
   struct Fields;
   void close(Episode& ep);
+  static void settle_pending(Episode& ep);  // the pending allocation counts as search workspace
   // on_event by the event's role:
   void on_finalize(const Event& e, const Fields& f, Episode& ep);
   void on_execute(const Event& e, const Fields& f, ThreadState& ts);
@@ -143,7 +152,7 @@ class SearchTracker {
   // Field indices per API id, resolved once.
   struct Fields {
     int desc, kind, problem, engine, knobs, workspace, notes, plan, ms, size, results, algo, math, returned, ws, align;
-    int event, start, end;
+    int event, start, end, ptr;
   };
   std::vector<Fields> fields_;
   std::vector<uint8_t> role_;  // what each API id is to the tracker

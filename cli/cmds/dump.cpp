@@ -237,6 +237,10 @@ std::string search_json(const reader::SearchRecord& r) {
   j.inum("winner", r.winner);
   if (r.winner >= 0) j.raw("chosen", candidate_json(r.candidates[size_t(r.winner)]));
   j.num("search_workspace", r.search_workspace);
+  if (r.probes) {
+    j.num("probe_bytes", r.probe_bytes);
+    j.inum("probes", r.probes);
+  }
   j.num("align", r.align);
   j.inum("plans_rejected", r.plans_rejected);
   return std::string(j.finish());

@@ -162,6 +162,10 @@ class Trace {
   void wait(uint64_t ns) { t_ += ns; }
   // The next search's workspace request fails once (out of memory) and is asked for at half size.
   bool halve_workspace_once = false;
+  // Before the next search, the allocator measures its room the way PyTorch's cudaMallocAsync
+  // backend does (CudaMallocAsyncAllocator::cacheInfo): it asks for this much, halving on each
+  // failure until a request succeeds, and gives that block straight back.
+  uint64_t probe_pool_once = 0;
 
   uint64_t malloc(uint64_t size, int32_t ret = 0, uint64_t dur_ns = 20'000) {
     uint64_t ptr = ret == 0 ? next_ptr_ : 0;
@@ -212,6 +216,16 @@ class Trace {
         if (ret == 0) return p;
       }
       return std::nullopt;
+    }
+    if (probe_pool_once) {
+      uint64_t guess = probe_pool_once;
+      probe_pool_once = 0;
+      for (int fails = 0; fails < 1; ++fails, guess /= 2)
+        call("cudaMallocAsync", 400'000, 2, tid).hex("ptr", 0).i("size", int64_t(guess)).hex("stream", 0);
+      uint64_t ptr = next_ptr_;
+      next_ptr_ += (guess + 0xFFFFF) & ~uint64_t(0xFFFFF);
+      call("cudaMallocAsync", 300'000, 0, tid).hex("ptr", ptr).i("size", int64_t(guess)).hex("stream", 0);
+      call("cudaFreeAsync", 10'000, 0, tid).hex("ptr", ptr).hex("stream", 0);
     }
     uint64_t max_ws = 0;
     for (const Plan& p : plans) max_ws = std::max(max_ws, p.ws);
@@ -990,8 +1004,24 @@ void oom_search_retry() {
   t.write("oom-postmortem/quiet/search_workspace_halved.jsonl");
 }
 
+// Issue 28, seen on the H200 under PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync: before each
+// search PyTorch asks the pool for up to the whole device (failing, halving) and gives the block
+// it got straight back; the candidates' own workspaces are small. Neither a search workspace of
+// 65 GiB nor an out-of-memory failure: an allocator measuring its room.
+void pool_probe_before_search() {
+  Trace t(1011, -1, "node0", 140 * kGiB);
+  Problem problem = conv(192, 56);
+  std::vector<Candidate> c = {{38, "tile_size=8", 2 * kGiB, 0.4, 0}, {67, "tile_size=5", 2 * kMiB, 0.5, 0}};
+  t.probe_pool_once = 130 * kGiB;
+  Plan plan = *t.search(problem, c, 0);
+  steps(t, plan, problem, 20);
+  t.write("oom-postmortem/quiet/pool_probe_before_search.jsonl");
+  t.write("workspace-blowup/quiet/pool_probe_before_search.jsonl");
+}
+
 void oom_postmortem() {
   oom_search_retry();
+  pool_probe_before_search();
   {
     Trace fire(1401, -1, "node0", 24 * kGiB);
     std::vector<uint64_t> ptrs;

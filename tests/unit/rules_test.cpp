@@ -498,6 +498,12 @@ TEST(Rules, JudgedAgainstTheirContext) {
                   "workspace-blowup").empty());
   EXPECT_TRUE(run({kRules + "/fixtures/workspace-blowup/quiet/workspace_smaller_than_the_batch.jsonl"},
                   "workspace-blowup").empty());
+  // PyTorch's cudaMallocAsync backend probing the pool before a search (a request that fails, a
+  // smaller one given straight back): neither a search workspace nor an out-of-memory failure,
+  // not even at info.
+  const std::string probe = kRules + "/fixtures/workspace-blowup/quiet/pool_probe_before_search.jsonl";
+  EXPECT_TRUE(run({probe}, "workspace-blowup").empty());
+  EXPECT_TRUE(run({probe}, "oom-postmortem").empty());
   // A problem searched once on each of two threads: PyTorch's per-thread cache, information.
   auto per_thread = run({kRules + "/fixtures/research-repeat/quiet/per_thread_cache.jsonl"}, "research-repeat");
   ASSERT_EQ(per_thread.size(), 1u);

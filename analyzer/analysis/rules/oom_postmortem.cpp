@@ -240,9 +240,25 @@ std::string fix_for(const RuleSpec& spec, const OomEvent& o, Cause cause, bool f
 void out_of_memory(const RuleSpec& spec, const AllFacts& all, const ProcessFacts& p, const Emit& emit) {
   // Failures a fault rule made belong to the fault summary; the memory cap's stand for a smaller
   // device and are explained here like genuine ones.
+  // Requests larger than what the allocator then obtained and gave straight back, in a search
+  // that so probed (PyTorch's cudaMallocAsync backend asks for the most it might get and halves on
+  // failure before each search): measurements, not failures.
+  auto probing = [&p](const OomEvent& x) {
+    if (x.search_problem.empty()) return false;
+    for (const reader::SearchRecord& s : p.searches) {
+      if (s.tid == x.tid && s.probes > 0 && s.start_ns <= x.ts_ns && x.ts_ns <= s.end_ns && x.requested > s.probe_bytes)
+        return true;
+    }
+    return false;
+  };
   std::vector<OomEvent> ooms;
+  int probe_failures = 0;
   for (const OomEvent& x : p.ooms) {
-    if (x.injected_by.empty() || x.mem_cap) ooms.push_back(x);
+    if (!x.injected_by.empty() && !x.mem_cap) continue;
+    if (probing(x))
+      ++probe_failures;
+    else
+      ooms.push_back(x);
   }
   if (ooms.empty()) return;
   const Failures failures = group_failures(ooms);
@@ -291,6 +307,7 @@ void out_of_memory(const RuleSpec& spec, const AllFacts& all, const ProcessFacts
                        {"failed_call_size", o.failed_call_size},
                        {"pool_reserved", o.pool_reserved},
                        {"pool_live", o.pool_live},
+                       {"probe_failures", probe_failures},
                        {"obtained_before", o.partial},
                        {"live_by_owner", owners_json},
                        {"owners_text", owners.empty() ? "none recorded" : owners},
