@@ -638,6 +638,15 @@ void fixtures() {
     quiet.write("research-storm/quiet/last_partial_batch.jsonl");
   }
   {
+    // One epoch of 1,000 images at batch 64 (pytorch/examples dcgan, seen on an H100): the last
+    // step's batch of 40 is searched at the very end, costing much of the last half's time, but
+    // in one step of it: a one-off, not a storm.
+    Trace quiet(1017);
+    std::map<std::string, Plan> searched;
+    for (int k = 0; k < 16; ++k) step(quiet, kNet2d, k < 15 ? 64 : 40, 64, 64, false, true, searched);
+    quiet.write("research-storm/quiet/one_epoch_partial_batch.jsonl");
+  }
+  {
     // Training at batch 32; every 20 steps an evaluation (forward only, no_grad) of 3 batches of
     // 128: the evaluation's problems are searched once.
     Trace quiet(1013);
@@ -792,6 +801,18 @@ void workspace_blowup() {
     Plan p = *t.search(huge, c, 0);
     steps(t, p, huge, 10, 100'000'000);
     t.write("workspace-blowup/quiet/workspace_smaller_than_the_batch.jsonl");
+  }
+  {
+    // Seen on an H100 (80 GiB), oom-caught: x[4096,32,128,128] and its output are 16 GiB, and the
+    // fastest plan needs as much workspace (a transformed copy of them), a fifth of the device; a
+    // search request failed once. A workspace of the tensors' own size is the batch's too.
+    Problem big = conv(4096, 128, 32);
+    Trace t(1206, -1, "node0", 80 * kGiB);
+    std::vector<Candidate> c = {{38, "tile_size=1", 16 * kGiB + kMiB, 40.0, 0}, {12, "tile_size=2", kGiB, 60.0, 0}};
+    t.halve_workspace_once = true;
+    Plan p = *t.search(big, c, 0);
+    steps(t, p, big, 10, 100'000'000);
+    t.write("workspace-blowup/quiet/workspace_as_large_as_the_batch.jsonl");
   }
 }
 
@@ -1009,7 +1030,7 @@ void oom_search_retry() {
 // it got straight back; the candidates' own workspaces are small. Neither a search workspace of
 // 65 GiB nor an out-of-memory failure: an allocator measuring its room.
 void pool_probe_before_search() {
-  Trace t(1011, -1, "node0", 140 * kGiB);
+  Trace t(1018, -1, "node0", 140 * kGiB);
   Problem problem = conv(192, 56);
   std::vector<Candidate> c = {{38, "tile_size=8", 2 * kGiB, 0.4, 0}, {67, "tile_size=5", 2 * kMiB, 0.5, 0}};
   t.probe_pool_once = 130 * kGiB;

@@ -207,6 +207,15 @@ TEST(Rules, ResearchStormSaysWhenSearchingStoppedAndThatItIsHarmless) {
   EXPECT_EQ(partial.evidence["pattern"], "last partial batch");
   EXPECT_NE(partial.fix.find("drop_last=True"), std::string::npos) << partial.fix;
 
+  // A one-epoch job's partial batch, searched in one of the last half's steps: however much of
+  // the last half it costs, a one-off.
+  Finding one_epoch = only_storm("quiet/one_epoch_partial_batch.jsonl");
+  EXPECT_EQ(one_epoch.severity, Severity::kInfo);
+  EXPECT_EQ(one_epoch.evidence["pattern"], "last partial batch");
+  EXPECT_GE(one_epoch.evidence["last_half_share"].get<double>(), 0.02);  // costly, so only the spread decides
+  EXPECT_EQ(one_epoch.evidence["last_half_steps_searching"], 1);
+  EXPECT_EQ(one_epoch.evidence["last_half_steps"], 8);
+
   Finding eval = only_storm("quiet/evaluation_batch.jsonl");
   EXPECT_EQ(eval.severity, Severity::kInfo);
   EXPECT_EQ(eval.evidence["pattern"], "evaluation batch size");

@@ -307,6 +307,20 @@ void overrule_by_cost(const RuleSpec& spec, Verdict& v, size_t half_n) {
   v.fix = spec.fix_for(v.pattern);
 }
 
+// The steps of the job's last half (from `half`, a step's start), and how many of them searched.
+struct HalfSteps {
+  size_t all = 0, searching = 0;
+};
+HalfSteps steps_searching(const ProcessFacts& p, const std::vector<Searched>& searched, uint64_t half) {
+  const auto& starts = p.step_starts;
+  std::set<size_t> steps;
+  for (const auto& s : searched) {
+    if (s.s->start_ns >= half)
+      steps.insert(size_t(std::upper_bound(starts.begin(), starts.end(), s.s->start_ns) - starts.begin()));
+  }
+  return {size_t(starts.end() - std::lower_bound(starts.begin(), starts.end(), half)), steps.size()};
+}
+
 // The operations searched, in words ("conv_dgrad, conv_fwd").
 std::string ops_of(const std::vector<Searched>& searched) {
   std::set<std::string> ops;
@@ -323,6 +337,7 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
   const double min_half = spec.param("min_last_half_searches");
   const double min_half_share = spec.param("min_last_half_share");
   const double error_share = spec.param("error_share");
+  const double min_step_share = spec.param("min_last_half_step_share");
   for (const ProcessFacts& p : all.processes) {
     const uint64_t start = p.job_start_ns, end = p.last_ns;
     if (end <= start) continue;
@@ -382,7 +397,11 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
     // batch) is nothing to fix only while searching stops or costs little. Repeats are
     // research-repeat's to judge.
     const bool costly = double(half_n) >= min_half && half_share >= min_half_share;
-    if (costly) overrule_by_cost(spec, v, half_n);
+    // ... and paid in many steps: a pattern's one-off shapes (the partial batch at the end of a
+    // one-epoch job, an evaluation pass) fall in a few steps, a storm's in most of them.
+    const HalfSteps half_steps = by_steps ? steps_searching(p, searched, half) : HalfSteps{};
+    const bool spread = !by_steps || double(half_steps.searching) >= min_step_share * double(half_steps.all);
+    if (costly && spread) overrule_by_cost(spec, v, half_n);
 
     Severity severity = Severity::kInfo;
     if (!v.benign && costly) severity = half_share >= error_share ? Severity::kError : Severity::kWarning;
@@ -423,6 +442,8 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
                          {"last_half_searches", half_n},
                          {"last_half_share", half_share},
                          {"last_half_by", by_steps ? "steps" : "time"},
+                         {"last_half_steps_searching", half_steps.searching},
+                         {"last_half_steps", half_steps.all},
                          {"searches", searched.size()},
                          {"late_searches", late},
                          {"distinct_shapes", late_seen.size()},  // of the late searches
