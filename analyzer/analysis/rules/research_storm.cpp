@@ -332,6 +332,31 @@ std::string ops_of(const std::vector<Searched>& searched) {
   return list.empty() ? "cuDNN problems" : list;
 }
 
+// Searches per tenth of the job, to show whether they die down.
+std::vector<int> per_tenth(const ProcessFacts& p, const std::vector<Searched>& searched) {
+  const uint64_t start = p.job_start_ns, end = p.last_ns;
+  std::vector<int> timeline(10, 0);
+  for (const auto& s : searched) {
+    uint64_t at = std::max(s.s->start_ns, start);
+    size_t bucket = size_t(double(at - start) / double(end - start) * 10);
+    timeline[std::min<size_t>(bucket, 9)]++;
+  }
+  return timeline;
+}
+
+// Up to five of the late searches' problems, those of the layers the verdict points at first.
+std::vector<std::string> problems_named(const Verdict& v, const std::vector<const Searched*>& late_list) {
+  std::set<std::string> names;
+  for (int pass = v.focus_layers.empty() ? 1 : 0; pass < 2; ++pass) {
+    for (const auto* s : late_list) {
+      if (names.size() >= 5) break;
+      if (pass == 0 && v.focus_layers.count(s->layer) == 0) continue;
+      names.insert(s->s->problem);
+    }
+  }
+  return {names.begin(), names.end()};
+}
+
 void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit) {
   const double min_late = spec.param("min_late_searches");
   const double min_half = spec.param("min_last_half_searches");
@@ -425,13 +450,7 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
     if (v.benign) v.summary += " — nothing to fix";
 
     const std::string op_list = ops_of(searched);
-    // Searches per tenth of the job, to show whether they die down.
-    std::vector<int> timeline(10, 0);
-    for (const auto& s : searched) {
-      uint64_t at = std::max(s.s->start_ns, start);
-      size_t bucket = size_t(double(at - start) / double(end - start) * 10);
-      timeline[std::min<size_t>(bucket, 9)]++;
-    }
+    const std::vector<int> timeline = per_tenth(p, searched);
     nlohmann::json ev = {{"process", process_label(p)},
                          {"pattern", v.pattern},
                          {"summary", v.summary},
@@ -468,15 +487,7 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
     if (!late_list.empty()) f.at_wall_ns = p.trace->wall_ns(late_list.front()->s->start_ns);
     f.fix = v.fix;
     f.pids.push_back(p.pid);
-    std::set<std::string> names;
-    for (int pass = v.focus_layers.empty() ? 1 : 0; pass < 2; ++pass) {
-      for (const auto* s : late_list) {
-        if (names.size() >= 5) break;
-        if (pass == 0 && v.focus_layers.count(s->layer) == 0) continue;
-        names.insert(s->s->problem);
-      }
-    }
-    f.problems.assign(names.begin(), names.end());
+    f.problems = problems_named(v, late_list);
     std::vector<reader::StackId> stacks;
     for (const auto* s : late_list) stacks.push_back(s->s->stack);
     f.call_sites = top_sites(all, p, stacks, "late searches from");
