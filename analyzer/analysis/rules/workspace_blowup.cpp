@@ -86,6 +86,7 @@ void workspace_blowup(const RuleSpec& spec, const AllFacts& all, const Emit& emi
           }
         }
       }
+      const bool plan_outsized = !why.empty();
       if (total_mem && double(s.search_workspace) >= search_fraction * double(total_mem) &&
           double(s.search_workspace) >= min_bytes && outsized(s.search_workspace)) {
         why.push_back(fmt::format("the search itself allocated {} ({:.0f}% of the {}){}", human_bytes(s.search_workspace),
@@ -97,7 +98,7 @@ void workspace_blowup(const RuleSpec& spec, const AllFacts& all, const Emit& emi
         worst_search = std::max(worst_search, s.search_workspace);
       }
       if (why.empty()) continue;
-      worst_ws = std::max(worst_ws, chosen_ws);
+      if (plan_outsized) worst_ws = std::max(worst_ws, chosen_ws);
       std::string reason;
       for (const auto& r : why) reason += (reason.empty() ? "" : "; ") + r;
       items.push_back({{"problem", s.problem}, {"workspace", chosen_ws}, {"search_workspace", s.search_workspace},
@@ -111,8 +112,13 @@ void workspace_blowup(const RuleSpec& spec, const AllFacts& all, const Emit& emi
     // Alone, failures during plan selection are PyTorch's search under memory pressure (it moves
     // on to plans needing less): the out-of-memory story (oom-postmortem), not a workspace's.
     if (items.empty()) continue;
+    // What was outsized, in words: the chosen plans' workspaces, the searches' allocations, or both.
+    std::string sizes;
+    if (worst_ws) sizes = "largest plan workspace " + human_bytes(worst_ws);
+    if (worst_search) sizes += (sizes.empty() ? "" : ", ") + ("largest search allocation " + human_bytes(worst_search));
     nlohmann::json ev = {{"process", process_label(p)},
                          {"problems", items.size()},
+                         {"sizes", sizes},
                          {"largest_workspace", worst_ws},
                          {"largest_search_workspace", worst_search},
                          {"device_memory", total_mem},
