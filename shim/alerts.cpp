@@ -224,9 +224,11 @@ void alert_new_problem() {
   char text[512];
   snprintf(text, sizeof text,
            "new cuDNN problems keep arriving: %llu of %llu in the last %.*f s of the %.*f s since the first (input "
-           "shapes still changing; with cudnn.benchmark on each is a new search: a re-search storm if it goes on)",
-           static_cast<unsigned long long>(late), static_cast<unsigned long long>(total), since < 20'000'000'000ull ? 1 : 0,
-           double(since) / 2e9, since < 20'000'000'000ull ? 1 : 0, double(since) / 1e9);
+           "shapes, or a batch dimension such as a count of proposals, still changing; with cudnn.benchmark on each is "
+           "a new search: a re-search storm if it goes on)",
+           static_cast<unsigned long long>(late), static_cast<unsigned long long>(total),
+           since < 20'000'000'000ull ? 1 : 0, double(since) / 2e9, since < 20'000'000'000ull ? 1 : 0,
+           double(since) / 1e9);
   emit(kStorm, text);
 }
 
