@@ -39,6 +39,33 @@ bool parse_decimal(const char* s, uint64_t* out) {
   return true;
 }
 
+bool parse_percent(const char* s, uint64_t* hundredths) {
+  if (s == nullptr || *s < '0' || *s > '9') return false;
+  uint64_t whole = 0;
+  const char* p = s;
+  for (; *p >= '0' && *p <= '9'; ++p) {
+    whole = whole * 10 + uint64_t(*p - '0');
+    if (whole > 100) return false;
+  }
+  uint64_t frac = 0;
+  if (*p == '.') {
+    ++p;
+    int digits = 0;
+    for (; *p >= '0' && *p <= '9'; ++p, ++digits) {
+      if (digits == 2) return false;
+      frac = frac * 10 + uint64_t(*p - '0');
+    }
+    if (digits == 0) return false;
+    if (digits == 1) frac *= 10;
+  }
+  if (*p == '%') ++p;
+  if (*p != 0) return false;
+  uint64_t v = whole * 100 + frac;
+  if (v > 10000) return false;
+  *hundredths = v;
+  return true;
+}
+
 bool parse_flag(const char* s, bool* on) {
   static const char* const kTrue[] = {"1", "true", "yes", "on"};
   static const char* const kFalse[] = {"0", "false", "no", "off"};
@@ -87,6 +114,8 @@ bool value_ok(const Var& v, const char* s) {
       return alerts_ok(s);
     case Kind::kText:
       return true;
+    case Kind::kPercent:
+      return parse_percent(s, &n);
   }
   return false;
 }

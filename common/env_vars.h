@@ -21,12 +21,13 @@
 namespace cuprobe::env {
 
 enum class Kind : uint8_t {
-  kFlag,    // 1, true, yes, on / 0, false, no, off, in any case
-  kNumber,  // decimal digits only (no sign, space or unit), from `min` to `max`
-  kWord,    // one of `words`
-  kKeep,    // all, auto or last:SIZE (common/keep_spec.h)
-  kAlerts,  // on, off, 1, 0, stderr, or file:PATH
-  kText,    // any text, read (and checked, where at all) by the module that uses it
+  kFlag,     // 1, true, yes, on / 0, false, no, off, in any case
+  kNumber,   // decimal digits only (no sign, space or unit), from `min` to `max`
+  kWord,     // one of `words`
+  kKeep,     // all, auto or last:SIZE (common/keep_spec.h)
+  kAlerts,   // on, off, 1, 0, stderr, or file:PATH
+  kText,     // any text, read (and checked, where at all) by the module that uses it
+  kPercent,  // a share from 0 to 100, at most two decimals, with or without '%' (5, 5%, 2.5%)
 };
 
 // In the order of kVars below.
@@ -51,6 +52,7 @@ enum class Id : uint8_t {
   kFaults,
   kMemCap,
   kPinPlans,
+  kSearchBudget,
 };
 
 struct Var {
@@ -233,6 +235,16 @@ inline constexpr Var kVars[] = {
      .expected = "a plan file (absolute path)",
      .option = "--pin-plans",
      .help = "replay its cuDNN plans; an unusable file is reported on stderr and nothing is steered"},
+    {.id = Id::kSearchBudget,
+     .name = "CUPROBE_SEARCH_BUDGET",
+     .kind = Kind::kPercent,
+     .max = 10000,
+     .def_text = "none",
+     .expected = "a share of the job's time from 0 to 100 (5 or 5%)",
+     .fallback = "no search budget",
+     .option = "--search-budget",
+     .help = "cuDNN benchmark searches stay within this share of the job's time: past it, new selections take "
+             "cuDNN's heuristic choice (docs/search-budget.md)"},
 };
 
 inline constexpr size_t kNumVars = sizeof kVars / sizeof kVars[0];
@@ -249,6 +261,9 @@ inline constexpr const Var& var(Id id) { return kVars[size_t(id)]; }
 
 // A whole number in decimal digits only (no sign, space or unit) that fits in 64 bits.
 bool parse_decimal(const char* s, uint64_t* out);
+// A kPercent value in hundredths of a percent (5% -> 500): digits, at most two decimals after a
+// '.', an optional '%', at most 100.
+bool parse_percent(const char* s, uint64_t* hundredths);
 // A kFlag value: true for 1, true, yes, on; false (in *on) for 0, false, no, off; the function
 // returns false for anything else.
 bool parse_flag(const char* s, bool* on);

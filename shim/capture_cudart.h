@@ -297,6 +297,28 @@ struct Capture<ApiId::cudaEventElapsedTime> {
   }
 };
 
+// The search budget tells a benchmark search's timed runs by the events around them.
+template <BudgetEvent kWhat>
+struct BudgetEventSteer {
+  static constexpr bool kOn = true;
+  template <typename... A>
+  static bool before(ThreadState&, cudaError_t*, FaultHit*, A...) {
+    return false;
+  }
+  template <typename... A>
+  static void after(ThreadState&, cudaError_t, A...) {
+    if (g_budget_on) budget_event(kWhat);
+  }
+};
+template <>
+struct Steer<ApiId::cudaEventRecord> : BudgetEventSteer<BudgetEvent::kRecord> {};
+template <>
+struct Steer<ApiId::cudaEventRecordWithFlags> : BudgetEventSteer<BudgetEvent::kRecord> {};
+template <>
+struct Steer<ApiId::cudaEventSynchronize> : BudgetEventSteer<BudgetEvent::kSync> {};
+template <>
+struct Steer<ApiId::cudaEventElapsedTime> : BudgetEventSteer<BudgetEvent::kElapsed> {};
+
 template <>
 struct Capture<ApiId::cudaEventDestroy> {
   static constexpr const char* kFields = "event:p";

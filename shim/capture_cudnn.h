@@ -209,17 +209,23 @@ struct FaultProbe<ApiId::cudnnBackendFinalize> {
   }
 };
 
-// Plan pinning: a candidate plan of a pinned problem other than the pinned one fails fast.
+// Plan pinning: a candidate plan of a pinned problem other than the pinned one fails fast. The
+// search budget: a budgeted selection's candidates after the first that built fail fast.
 template <>
 struct Steer<ApiId::cudnnBackendFinalize> {
   static constexpr bool kOn = true;
   static bool before(ThreadState& t, cudnnStatus_t* r, FaultHit* hit, cudnnBackendDescriptor_t d) {
     int code = 0;
-    if (!pin_finalize_before(t, d, &code, hit)) return false;
+    if (!pin_finalize_before(t, d, &code, hit) && !(g_budget_on && budget_finalize_before(t, d, &code, hit))) {
+      return false;
+    }
     *r = cudnnStatus_t(code);
     return true;
   }
-  static void after(ThreadState& t, cudnnStatus_t r, cudnnBackendDescriptor_t d) { pin_finalize_after(t, d, int(r)); }
+  static void after(ThreadState& t, cudnnStatus_t r, cudnnBackendDescriptor_t d) {
+    pin_finalize_after(t, d, int(r));
+    if (g_budget_on) budget_finalize_after(t, d, int(r));
+  }
 };
 
 // Plan pinning answers a pinned problem's heuristics query with the pinned configuration, or
@@ -230,10 +236,9 @@ struct Steer<ApiId::cudnnBackendGetAttribute> {
   static bool before(ThreadState& t, cudnnStatus_t* r, FaultHit* hit, cudnnBackendDescriptor_t const d,
                      cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t requested,
                      int64_t* count, void* elements) {
-    if (name != CUDNN_ATTR_ENGINEHEUR_RESULTS || type != CUDNN_TYPE_BACKEND_DESCRIPTOR || requested < 1 ||
-        count == nullptr || elements == nullptr) {
-      return false;
-    }
+    if (name != CUDNN_ATTR_ENGINEHEUR_RESULTS) return false;
+    if (g_budget_on) budget_heuristics_query(d);  // a selection begins with its first query
+    if (type != CUDNN_TYPE_BACKEND_DESCRIPTOR || requested < 1 || count == nullptr || elements == nullptr) return false;
     if (!pin_heuristics_answer(t, d, static_cast<void* const*>(elements), hit)) return false;
     *count = 1;
     *r = CUDNN_STATUS_SUCCESS;
@@ -278,16 +283,19 @@ struct Capture<ApiId::cudnnBackendExecute> {
   }
 };
 
-// A pinned plan that fails for real is not steered to again in this process.
+// A pinned plan that fails for real is not steered to again in this process. The search budget
+// times benchmark searches by their plans' runs.
 template <>
 struct Steer<ApiId::cudnnBackendExecute> {
   static constexpr bool kOn = true;
-  static bool before(ThreadState&, cudnnStatus_t*, FaultHit*, cudnnHandle_t, cudnnBackendDescriptor_t,
+  static bool before(ThreadState&, cudnnStatus_t*, FaultHit*, cudnnHandle_t, cudnnBackendDescriptor_t plan,
                      cudnnBackendDescriptor_t) {
+    if (g_budget_on) budget_execute_before(plan);
     return false;
   }
   static void after(ThreadState& t, cudnnStatus_t r, cudnnHandle_t, cudnnBackendDescriptor_t plan,
                     cudnnBackendDescriptor_t) {
+    if (g_budget_on) budget_execute_after();
     pin_execute_after(t, plan, int(r));
   }
 };
@@ -667,14 +675,26 @@ struct Capture<ApiId::cudnnFindConvolutionBackwardFilterAlgorithmEx> {
 // A cudnnFind* call for a pinned problem is answered with the pinned algorithm alone, its
 // workspace asked of cuDNN (cudnnGet*WorkspaceSize, the query PyTorch itself makes), instead of
 // timing every algorithm. When cuDNN refuses that query the search runs as usual.
-template <ProblemOp kOp, ApiId kWsQuery, typename Perf, typename In0, typename In1, typename Out>
+template <ProblemOp kOp, ApiId kWsQuery, ApiId kGet, typename Perf, typename In0, typename In1, typename Out>
 bool pin_find(ThreadState& t, cudnnStatus_t* r, FaultHit* hit, cudnnHandle_t h, In0 in0, In1 in1,
               cudnnConvolutionDescriptor_t c, Out out, int requested, int* returned, Perf* perf) {
   if (requested < 1 || returned == nullptr || perf == nullptr) return false;
   ProblemRef p = kOp == ProblemOp::kConvDgrad ? legacy_conv_problem(kOp, in1, in0, c, out)
                                               : legacy_conv_problem(kOp, in0, in1, c, out);
   LegacyPin pin;
-  if (!pin_legacy(t, p.id, p.hash, h, &pin)) return false;
+  if (!pin_legacy(t, p.id, p.hash, h, &pin)) {
+    // The search budget answers with cuDNN's heuristics (cudnnGet*_v7, the same arguments) instead.
+    if (!g_budget_on || !budget_legacy_find(p.hash)) return false;
+    using GetFn = cudnnStatus_t (*)(cudnnHandle_t, In0, In1, cudnnConvolutionDescriptor_t, Out, int, int*, Perf*);
+    auto get = reinterpret_cast<GetFn>(real_function(kGet));
+    if (get == nullptr || get(h, in0, in1, c, out, requested, returned, perf) != CUDNN_STATUS_SUCCESS ||
+        *returned < 1) {
+      return false;
+    }
+    *r = CUDNN_STATUS_SUCCESS;
+    budget_legacy_answered(t, p.id, p.hash, int64_t(perf[0].algo), hit);
+    return true;
+  }
   using WsFn = cudnnStatus_t (*)(cudnnHandle_t, In0, In1, cudnnConvolutionDescriptor_t, Out, decltype(Perf::algo),
                                  size_t*);
   auto ws_query = reinterpret_cast<WsFn>(real_function(kWsQuery));
@@ -721,28 +741,32 @@ void pin_get(ThreadState& t, cudnnStatus_t r, cudnnHandle_t h, In0 in0, In1 in1,
   pin_legacy_done(t, p.id, p.hash, at >= 0);
 }
 
-#define CUPROBE_PIN_FIND(api, op, ws_api, Perf, In0, In1, Out)                                                   \
-  template <>                                                                                                 \
-  struct Steer<ApiId::api> {                                                                                  \
-    static constexpr bool kOn = true;                                                                         \
-    static bool before(ThreadState& t, cudnnStatus_t* r, FaultHit* hit, cudnnHandle_t h, In0 a, In1 b,        \
-                       cudnnConvolutionDescriptor_t c, Out o, int req, int* ret, Perf* perf) {                 \
-      return pin_find<op, ApiId::ws_api>(t, r, hit, h, a, b, c, o, req, ret, perf);                            \
-    }                                                                                                         \
-    template <typename... A>                                                                                  \
-    static void after(ThreadState&, cudnnStatus_t, A...) {}                                                   \
+#define CUPROBE_PIN_FIND(api, op, ws_api, get_api, Perf, In0, In1, Out)                                \
+  template <>                                                                                          \
+  struct Steer<ApiId::api> {                                                                           \
+    static constexpr bool kOn = true;                                                                  \
+    static bool before(ThreadState& t, cudnnStatus_t* r, FaultHit* hit, cudnnHandle_t h, In0 a, In1 b, \
+                       cudnnConvolutionDescriptor_t c, Out o, int req, int* ret, Perf* perf) {         \
+      return pin_find<op, ApiId::ws_api, ApiId::get_api>(t, r, hit, h, a, b, c, o, req, ret, perf);    \
+    }                                                                                                  \
+    template <typename... A>                                                                           \
+    static void after(ThreadState&, cudnnStatus_t, A...) {                                             \
+      if (g_budget_on) budget_legacy_searched();                                                       \
+    }                                                                                                  \
   };
-#define CUPROBE_PIN_FIND_EX(api, op, ws_api, Perf, In0, In1, Out)                                                \
-  template <>                                                                                                 \
-  struct Steer<ApiId::api> {                                                                                  \
-    static constexpr bool kOn = true;                                                                         \
-    static bool before(ThreadState& t, cudnnStatus_t* r, FaultHit* hit, cudnnHandle_t h, In0 a, const void*,   \
-                       In1 b, const void*, cudnnConvolutionDescriptor_t c, Out o, void*, int req, int* ret,    \
-                       Perf* perf, void*, size_t) {                                                           \
-      return pin_find<op, ApiId::ws_api>(t, r, hit, h, a, b, c, o, req, ret, perf);                            \
-    }                                                                                                         \
-    template <typename... A>                                                                                  \
-    static void after(ThreadState&, cudnnStatus_t, A...) {}                                                   \
+#define CUPROBE_PIN_FIND_EX(api, op, ws_api, get_api, Perf, In0, In1, Out)                                          \
+  template <>                                                                                                       \
+  struct Steer<ApiId::api> {                                                                                        \
+    static constexpr bool kOn = true;                                                                               \
+    static bool before(ThreadState& t, cudnnStatus_t* r, FaultHit* hit, cudnnHandle_t h, In0 a, const void*, In1 b, \
+                       const void*, cudnnConvolutionDescriptor_t c, Out o, void*, int req, int* ret, Perf* perf,    \
+                       void*, size_t) {                                                                             \
+      return pin_find<op, ApiId::ws_api, ApiId::get_api>(t, r, hit, h, a, b, c, o, req, ret, perf);                 \
+    }                                                                                                               \
+    template <typename... A>                                                                                        \
+    static void after(ThreadState&, cudnnStatus_t, A...) {                                                          \
+      if (g_budget_on) budget_legacy_searched();                                                                    \
+    }                                                                                                               \
   };
 #define CUPROBE_PIN_GET(api, op, Perf, In0, In1, Out)                                                            \
   template <>                                                                                                 \
@@ -761,26 +785,32 @@ void pin_get(ThreadState& t, cudnnStatus_t r, cudnnHandle_t h, In0 in0, In1 in1,
 // Forward: (x, w, y); backward data: (w, dy, dx); backward filter: (x, dy, dw), as the vendor
 // signatures order them; legacy_conv_problem takes backward data's as (dy, w).
 CUPROBE_PIN_FIND(cudnnFindConvolutionForwardAlgorithm, ProblemOp::kConvFwd, cudnnGetConvolutionForwardWorkspaceSize,
-                 cudnnConvolutionFwdAlgoPerf_t, cudnnTensorDescriptor_t, cudnnFilterDescriptor_t, cudnnTensorDescriptor_t)
-CUPROBE_PIN_FIND_EX(cudnnFindConvolutionForwardAlgorithmEx, ProblemOp::kConvFwd, cudnnGetConvolutionForwardWorkspaceSize,
+                 cudnnGetConvolutionForwardAlgorithm_v7, cudnnConvolutionFwdAlgoPerf_t, cudnnTensorDescriptor_t,
+                 cudnnFilterDescriptor_t, cudnnTensorDescriptor_t)
+CUPROBE_PIN_FIND_EX(cudnnFindConvolutionForwardAlgorithmEx, ProblemOp::kConvFwd,
+                    cudnnGetConvolutionForwardWorkspaceSize, cudnnGetConvolutionForwardAlgorithm_v7,
                     cudnnConvolutionFwdAlgoPerf_t, cudnnTensorDescriptor_t, cudnnFilterDescriptor_t,
                     cudnnTensorDescriptor_t)
 CUPROBE_PIN_GET(cudnnGetConvolutionForwardAlgorithm_v7, ProblemOp::kConvFwd, cudnnConvolutionFwdAlgoPerf_t,
                 cudnnTensorDescriptor_t, cudnnFilterDescriptor_t, cudnnTensorDescriptor_t)
 CUPROBE_PIN_FIND(cudnnFindConvolutionBackwardDataAlgorithm, ProblemOp::kConvDgrad,
-                 cudnnGetConvolutionBackwardDataWorkspaceSize, cudnnConvolutionBwdDataAlgoPerf_t, cudnnFilterDescriptor_t,
-                 cudnnTensorDescriptor_t, cudnnTensorDescriptor_t)
+                 cudnnGetConvolutionBackwardDataWorkspaceSize, cudnnGetConvolutionBackwardDataAlgorithm_v7,
+                 cudnnConvolutionBwdDataAlgoPerf_t, cudnnFilterDescriptor_t, cudnnTensorDescriptor_t,
+                 cudnnTensorDescriptor_t)
 CUPROBE_PIN_FIND_EX(cudnnFindConvolutionBackwardDataAlgorithmEx, ProblemOp::kConvDgrad,
-                    cudnnGetConvolutionBackwardDataWorkspaceSize, cudnnConvolutionBwdDataAlgoPerf_t,
-                    cudnnFilterDescriptor_t, cudnnTensorDescriptor_t, cudnnTensorDescriptor_t)
+                    cudnnGetConvolutionBackwardDataWorkspaceSize, cudnnGetConvolutionBackwardDataAlgorithm_v7,
+                    cudnnConvolutionBwdDataAlgoPerf_t, cudnnFilterDescriptor_t, cudnnTensorDescriptor_t,
+                    cudnnTensorDescriptor_t)
 CUPROBE_PIN_GET(cudnnGetConvolutionBackwardDataAlgorithm_v7, ProblemOp::kConvDgrad, cudnnConvolutionBwdDataAlgoPerf_t,
                 cudnnFilterDescriptor_t, cudnnTensorDescriptor_t, cudnnTensorDescriptor_t)
 CUPROBE_PIN_FIND(cudnnFindConvolutionBackwardFilterAlgorithm, ProblemOp::kConvWgrad,
-                 cudnnGetConvolutionBackwardFilterWorkspaceSize, cudnnConvolutionBwdFilterAlgoPerf_t,
-                 cudnnTensorDescriptor_t, cudnnTensorDescriptor_t, cudnnFilterDescriptor_t)
+                 cudnnGetConvolutionBackwardFilterWorkspaceSize, cudnnGetConvolutionBackwardFilterAlgorithm_v7,
+                 cudnnConvolutionBwdFilterAlgoPerf_t, cudnnTensorDescriptor_t, cudnnTensorDescriptor_t,
+                 cudnnFilterDescriptor_t)
 CUPROBE_PIN_FIND_EX(cudnnFindConvolutionBackwardFilterAlgorithmEx, ProblemOp::kConvWgrad,
-                    cudnnGetConvolutionBackwardFilterWorkspaceSize, cudnnConvolutionBwdFilterAlgoPerf_t,
-                    cudnnTensorDescriptor_t, cudnnTensorDescriptor_t, cudnnFilterDescriptor_t)
+                    cudnnGetConvolutionBackwardFilterWorkspaceSize, cudnnGetConvolutionBackwardFilterAlgorithm_v7,
+                    cudnnConvolutionBwdFilterAlgoPerf_t, cudnnTensorDescriptor_t, cudnnTensorDescriptor_t,
+                    cudnnFilterDescriptor_t)
 CUPROBE_PIN_GET(cudnnGetConvolutionBackwardFilterAlgorithm_v7, ProblemOp::kConvWgrad,
                 cudnnConvolutionBwdFilterAlgoPerf_t, cudnnTensorDescriptor_t, cudnnTensorDescriptor_t,
                 cudnnFilterDescriptor_t)

@@ -46,7 +46,9 @@ void env_not_taken(env::Id id) { unsetenv(env::var(id).name); }
 uint64_t env_number(env::Id id) {
   uint64_t n = 0;
   const char* v = env_value(id);
-  return v != nullptr && env::parse_decimal(v, &n) ? n : env::var(id).def;
+  const env::Var& var = env::var(id);
+  bool ok = var.kind == env::Kind::kPercent ? env::parse_percent(v, &n) : env::parse_decimal(v, &n);
+  return v != nullptr && ok ? n : var.def;
 }
 
 }  // namespace cuprobe::shim

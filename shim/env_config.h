@@ -25,7 +25,8 @@ namespace cuprobe::shim {
 const char* env_value(env::Id id);
 // A kFlag variable: false when unset, empty or not taken.
 bool env_flag(env::Id id);
-// A kNumber variable: its entry's default when unset, empty or not taken.
+// A kNumber variable (kPercent: in hundredths of a percent): its entry's default when unset, empty or
+// not taken.
 uint64_t env_number(env::Id id);
 // For a kText variable whose own reader refused the value and said why (a fault plan or memory
 // cap that does not parse, an NVTX window the shim cannot open): removed, as env_value removes

@@ -49,8 +49,9 @@
 //               cudaGetLastError, the call is recorded with its fault word, an alert is said
 //               (inject). The cap, asked after the rules, may instead set aside the bytes of an
 //               allocation it lets through (hit.cap_device), settled in 8b.
-//  5. steer     Plan pinning, only for a call no rule replaced: Steer::before may answer it itself
-//               (a failed-fast candidate, a pinned heuristics answer), recorded with the answer's
+//  5. steer     Plan pinning and the search budget, only for a call no rule replaced: Steer::before
+//               may answer it itself (a failed-fast candidate, a pinned heuristics answer, a
+//               budgeted legacy search), recorded with the answer's
 //               own duration and a fault word naming kPinFaultRule (steer_before).
 //  6. call      The real function, exactly once, timed; t.inflight_api names it meanwhile for a
 //               crash record.
@@ -87,11 +88,12 @@
 #include "faults.h"
 #include "mem_sample.h"
 #include "plan_pins.h"
-#include "stacks.h"
 #include "problem_table.h"
 #include "process_info.h"
 #include "recorder.h"
 #include "resolve.h"
+#include "search_budget.h"
+#include "stacks.h"
 
 namespace cuprobe::shim {
 
@@ -165,10 +167,10 @@ struct FaultProbe {
   static void describe(ThreadState&, FaultCtx&, A...) {}
 };
 
-// Plan pinning's part in a call (plan_pins.h), while a plan file is in force: `before` may answer
-// the call itself (a candidate failed fast, a legacy search answered with the pinned algorithm)
-// and marks it with pin_mark_call; `after` sees the real call's result once it is recorded. The
-// primary template takes no part.
+// Plan pinning's and the search budget's part in a call (plan_pins.h, search_budget.h), while a
+// plan file or a budget is in force (g_steer_on): `before` may answer the call itself (a candidate
+// failed fast, a legacy search answered with the pinned algorithm or cuDNN's heuristics) and marks it with
+// pin_mark_call; `after` sees the real call's result once it is recorded. The primary template takes no part.
 template <ApiId kSig>
 struct Steer {
   static constexpr bool kOn = false;
@@ -271,7 +273,7 @@ struct Interceptor<kApi, Ret (*)(A...)> {
       if (__builtin_expect(g_faults_on, 0) && inject(t, &hit, &answer, a...)) return leave(t, answer);
     }
     if constexpr (Steer<kSig>::kOn) {  // 5. steer
-      if (__builtin_expect(g_pins_on, 0) && steer_before(t, &hit, &answer, a...)) return leave(t, answer);
+      if (__builtin_expect(g_steer_on, 0) && steer_before(t, &hit, &answer, a...)) return leave(t, answer);
     }
     t.inflight_api = uint16_t(kApi);  // 6. call
     uint64_t start = now_ticks();
@@ -282,7 +284,7 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     ret = final_result(t, ret, a...);  // 7. settle
     write(t, ret, start, end - start, &hit, a...);  // 8. record
     if constexpr (Steer<kSig>::kOn) {
-      if (__builtin_expect(g_pins_on, 0)) Steer<kSig>::after(t, ret, a...);  // 9. steer
+      if (__builtin_expect(g_steer_on, 0)) Steer<kSig>::after(t, ret, a...);  // 9. steer
     }
     return leave(t, ret);
   }

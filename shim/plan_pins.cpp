@@ -30,7 +30,7 @@
 
 namespace cuprobe::shim {
 
-bool g_pins_on = false;
+bool g_steer_on = false;
 
 namespace {
 
@@ -133,22 +133,10 @@ bool filtered(const Pin* p) { return __atomic_load_n(&const_cast<Pin*>(p)->filte
 
 void write_record(ThreadState& t, trace::PinOutcome o, uint32_t problem, uint64_t hash, const Pin* pin,
                   uint32_t knobs, bool legacy) {
-  if (t.chunk == nullptr) return;
-  constexpr uint32_t kSize = sizeof(trace::PinRecord);
-  char* p = reserve_kept(t, kSize);
-  if (p == nullptr) return;
-  auto* r = reinterpret_cast<trace::PinRecord*>(p);
-  r->h = trace::make_header(trace::RecordType::kPin, kSize);
-  r->outcome = uint32_t(o);
-  r->problem = problem;
-  r->problem_hash = hash;
-  r->ticks = now_ticks();
-  r->engine = pin ? pin->engine : -1;
-  r->knobs = knobs;
-  r->flags = (legacy ? trace::kPinLegacy : 0) | (!legacy && t_sel.answered && t_sel.hash == hash ? trace::kPinHeuristicsAnswered : 0);
-  r->pinned_ms = pin ? pin->time_ms : -1;
-  r->search_ms = pin ? pin->search_ms : -1;
-  commit_kept(t, kSize);
+  uint32_t flags = (legacy ? trace::kPinLegacy : 0) |
+                   (!legacy && t_sel.answered && t_sel.hash == hash ? trace::kPinHeuristicsAnswered : 0);
+  write_pin_record(t, o, problem, hash, pin ? pin->engine : -1, knobs, flags, pin ? pin->time_ms : -1,
+                   pin ? pin->search_ms : -1);
 }
 
 // The selection's outcome, once (a failure of the pinned plan is always written).
@@ -358,7 +346,7 @@ void load_pins(const char* path, const char* text, size_t len) {
   g_pins = static_cast<Pin*>(mem);
   pins::parse_pins(text, len, g_pins, &g_n_pins, &bad_at);
   pins::sort_pins(g_pins, g_n_pins);
-  g_pins_on = true;
+  g_steer_on = true;
 }
 
 }  // namespace
@@ -409,6 +397,28 @@ void write_pin_property() {
   if (getenv(env::var(env::Id::kPinPlans).name) != nullptr) {
     write_property(trace::Property::kPinnedPlans, int64_t(g_n_pins));
   }
+}
+
+bool pin_names(uint64_t hash) { return any_pin(hash); }
+
+void write_pin_record(ThreadState& t, trace::PinOutcome o, uint32_t problem, uint64_t hash, int64_t engine,
+                      uint32_t knobs, uint32_t flags, float pinned_ms, float search_ms) {
+  if (t.chunk == nullptr) return;
+  constexpr uint32_t kSize = sizeof(trace::PinRecord);
+  char* p = reserve_kept(t, kSize);
+  if (p == nullptr) return;
+  auto* r = reinterpret_cast<trace::PinRecord*>(p);
+  r->h = trace::make_header(trace::RecordType::kPin, kSize);
+  r->outcome = uint32_t(o);
+  r->problem = problem;
+  r->problem_hash = hash;
+  r->ticks = now_ticks();
+  r->engine = engine;
+  r->knobs = knobs;
+  r->flags = flags;
+  r->pinned_ms = pinned_ms;
+  r->search_ms = search_ms;
+  commit_kept(t, kSize);
 }
 
 void pin_mark_call(FaultHit* hit) {

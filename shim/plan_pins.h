@@ -26,7 +26,9 @@
 
 namespace cuprobe::shim {
 
-extern bool g_pins_on;
+// Whether the hooks that steer run at all: a plan file or a search budget (search_budget.h) is in
+// force.
+extern bool g_steer_on;
 
 // Reads CUPROBE_PIN_PLANS (once per process, at configuration): a warning names the file and the
 // problem when it cannot be used, and nothing is steered.
@@ -59,5 +61,11 @@ bool pin_legacy(ThreadState& t, uint32_t problem, uint64_t hash, const void* han
 void pin_legacy_done(ThreadState& t, uint32_t problem, uint64_t hash, bool pinned);
 void pin_legacy_failed(ThreadState& t, uint32_t problem, uint64_t hash);
 void pin_mark_call(FaultHit* hit);
+
+// Whether the plan file names the problem (for any GPU, cuDNN or alignment).
+bool pin_names(uint64_t hash);
+// One PinRecord (the search budget writes its own selections as kBudgeted ones).
+void write_pin_record(ThreadState& t, trace::PinOutcome o, uint32_t problem, uint64_t hash, int64_t engine,
+                      uint32_t knobs, uint32_t flags, float pinned_ms, float search_ms);
 
 }  // namespace cuprobe::shim

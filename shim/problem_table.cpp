@@ -4,6 +4,7 @@
 
 #include "alerts.h"
 #include "fork.h"
+#include "search_budget.h"
 
 #include <string.h>
 #include <sys/mman.h>
@@ -137,6 +138,7 @@ uint32_t intern_problem(ThreadState& t, const trace::ProblemDesc& d, uint64_t* h
     }
     if (g_new_problem_hook) g_new_problem_hook(id, d);
     alert_new_problem();
+    budget_new_problem(d);
   });
 }
 

@@ -12,6 +12,7 @@
 #include "fork.h"
 #include "plan_pins.h"
 #include "resolve.h"
+#include "search_budget.h"
 
 namespace cuprobe::shim {
 
@@ -159,6 +160,7 @@ void write_process_records() {
   write_property(trace::Property::kLaunchEvents, g_launch_events ? 1 : 0);
   write_fault_records();
   write_pin_property();
+  write_budget_property();
 }
 
 int process_rank() { return env_int(kRank); }

@@ -4,12 +4,13 @@
 // process ended). See recorder.h for the contract.
 #include "recorder_internal.h"
 
+#include "alerts.h"
 #include "faults.h"
 #include "fork.h"
 #include "lock_order.h"
-#include "plan_pins.h"
-#include "alerts.h"
 #include "mem_sample.h"
+#include "plan_pins.h"
+#include "search_budget.h"
 #include "stacks.h"
 
 #include <errno.h>
@@ -88,6 +89,8 @@ void do_configure() {
   fill_anchor(&g_process_start);
   faults_configure();
   pins_configure();
+  budget_configure();
+  if (g_budget_on) g_steer_on = true;
   alerts_configure();
   mem_sample_configure();
   stacks_configure();

@@ -14,6 +14,7 @@
 #include "analysis/call_site_text.h"
 #include "analysis/common.h"
 #include "analysis/pinning.h"
+#include "analysis/search_budget.h"
 #include "utf8.h"
 
 namespace cuprobe::analysis {
@@ -152,7 +153,8 @@ json process_json(const ProcessFacts& p, bool launcher) {
           {"device", p.device},
           {"command", utf8::truncate(cmd, 160)},
           {"events", p.events},
-          {"duration_s", p.last_ns > p.first_ns ? seconds(p.last_ns - p.first_ns) : 0.0},  // the process's, start-up included
+          {"duration_s",
+           p.last_ns > p.first_ns ? seconds(p.last_ns - p.first_ns) : 0.0},  // the process's, start-up included
           {"state", state},
           {"searches", p.searches.size()},
           {"memory", mem},
@@ -160,6 +162,7 @@ json process_json(const ProcessFacts& p, bool launcher) {
           {"kept_dropped", t.stat(trace::kStatKeptDropped)},
           {"coverage", coverage},
           {"pinning", pin_json(pin_summary(p))},
+          {"search_budget", budget_json(budget_summary(p))},
           {"program", program_name(t.process().cmdline)},
           {"launcher", launcher}};
 }
@@ -422,6 +425,7 @@ void print_process(FILE* out, const json& p) {
     fmt::print(out, "    trace holds: {}\n", c["text"].get<std::string>());
   }
   if (const json& c = p["pinning"]; c.is_object()) fmt::print(out, "    plan pinning: {}\n", c["text"].get<std::string>());
+  if (const json& c = p["search_budget"]; c.is_object()) fmt::print(out, "    {}\n", c["text"].get<std::string>());
 }
 
 // "1 process without CUDA work (a launcher or helper: torchrun, pid 123) not listed": the processes the

@@ -23,9 +23,10 @@ PinSummary pin_summary(const ProcessFacts& p) {
     s.active = true;
     s.plans_in_file = it->second;
   }
-  if (!t.pins().empty()) s.active = true;
   std::set<uint64_t> problems;
   for (const auto& e : t.pins()) {
+    if (e.outcome == trace::PinOutcome::kBudgeted) continue;  // the search budget's (search_budget.h)
+    s.active = true;
     ++s.selections;
     const trace::PinOutcome outcome = e.outcome;
     if (e.outcome == trace::PinOutcome::kPinned) {
@@ -54,17 +55,6 @@ PinSummary pin_summary(const ProcessFacts& p) {
 
 bool PinSummary::ByName::operator()(trace::PinOutcome a, trace::PinOutcome b) const {
   return std::strcmp(reader::name_of(a), reader::name_of(b)) < 0;
-}
-
-bool pinned_selection(const ProcessFacts& p, const reader::SearchRecord& s) {
-  if (p.trace == nullptr || p.trace->pins().empty()) return false;
-  for (const auto& e : p.trace->pins()) {
-    if (e.outcome == trace::PinOutcome::kPinned && e.problem_hash == s.problem_hash && e.tid == s.tid &&
-        e.ts_ns >= s.start_ns && e.ts_ns <= s.end_ns) {
-      return true;
-    }
-  }
-  return false;
 }
 
 namespace {

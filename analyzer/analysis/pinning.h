@@ -38,9 +38,6 @@ struct PinSummary {
 };
 
 PinSummary pin_summary(const ProcessFacts& p);
-// Whether a selection the trace rebuilt was steered to the pinned plan (a replay of one
-// candidate, not a search: the search rules leave it out).
-bool pinned_selection(const ProcessFacts& p, const reader::SearchRecord& s);
 // "68 of 68 selections ended on the pinned plan after one candidate (...); ..." ("" when inactive).
 std::string pin_text(const PinSummary& s);
 nlohmann::json pin_json(const PinSummary& s);

@@ -46,6 +46,7 @@ const char* property_name(uint32_t key) {
     case trace::Property::kNcclRank: return "nccl_rank";
     case trace::Property::kNcclWorldSize: return "nccl_world_size";
     case trace::Property::kPinnedPlans: return "pinned_plans";
+    case trace::Property::kSearchBudget: return "search_budget";
   }
   return nullptr;
 }

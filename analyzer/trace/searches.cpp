@@ -72,6 +72,26 @@ SearchTracker::SearchTracker(const Trace& trace, Sink sink) : trace_(trace), sin
     else if (a.flags & trace::kApiLegacyGet) role_[id] = kLegacyGet;
     else if (a.flags & trace::kApiLegacyConvExec) role_[id] = kLegacyConvExec;
   }
+  for (const PinEvent& p : trace.pins()) {
+    if (p.outcome == trace::PinOutcome::kPinned || p.outcome == trace::PinOutcome::kBudgeted) {
+      steered_[{p.tid, p.problem_hash}].push_back(&p);
+    }
+  }
+}
+
+// A selection was steered when the shim wrote its pin record while it ran (a legacy one: at its
+// Find call, which is where the record begins).
+void SearchTracker::emit(SearchRecord& r) {
+  if (!steered_.empty()) {
+    auto it = steered_.find({r.tid, r.problem_hash});
+    if (it != steered_.end()) {
+      uint64_t end = r.end_ns > r.start_ns ? r.end_ns : r.start_ns;
+      for (const PinEvent* p : it->second) {
+        if (p->ts_ns + 1000 >= r.start_ns && p->ts_ns <= end + 1000) r.steered = p->outcome;
+      }
+    }
+  }
+  sink_(r);
 }
 
 // A benchmark search is complete once its winner ran; a heuristic selection once a candidate
@@ -86,7 +106,7 @@ void SearchTracker::close(Episode& ep) {
     r.winner = ep.first_ok;
   }
   r.complete = r.winner >= 0;
-  sink_(r);
+  emit(r);
   ep = Episode{};
   --open_episodes_;
 }
@@ -240,7 +260,7 @@ void SearchTracker::on_legacy_query(const Event& e, const Fields& f, bool find, 
   uint64_t hash = problem ? problem->hash : 0;
   auto old = ts.legacy.find(hash);
   if (old != ts.legacy.end()) {
-    sink_(old->second.rec);  // asked again before running it: still incomplete
+    emit(old->second.rec);  // asked again before running it: still incomplete
     ts.legacy.erase(old);
   }
   SearchRecord r;
@@ -283,7 +303,7 @@ void SearchTracker::on_legacy_execute(const Event& e, const Fields& f, ThreadSta
   r.candidates[size_t(r.winner)].exec_status = e.ret;
   r.end_ns = e.ts_ns;
   r.complete = true;
-  sink_(r);
+  emit(r);
   ts.legacy.erase(it);
 }
 
@@ -305,7 +325,7 @@ bool SearchTracker::in_episode(uint32_t tid, uint64_t problem_hash) const {
 void SearchTracker::finish() {
   for (auto& [tid, ts] : threads_) {
     close(ts.episode);
-    for (auto& [hash, pending] : ts.legacy) sink_(pending.rec);
+    for (auto& [hash, pending] : ts.legacy) emit(pending.rec);
     ts.legacy.clear();
   }
 }

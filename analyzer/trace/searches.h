@@ -87,10 +87,14 @@ struct SearchRecord {
   int probes = 0;
   uint32_t align = 0;             // smallest alignment of the problem's data (bytes), 0 unknown
   int plans_rejected = 0;         // candidates whose build failed (routine NOT_SUPPORTED)
+  // How the shim steered this selection: kPinned (plan pinning replayed a plan file's plan) or
+  // kBudgeted (the search budget gave it cuDNN's heuristic choice); kCount when it did not.
+  trace::PinOutcome steered = trace::PinOutcome::kCount;
   bool complete = false;
 
   bool backend() const { return api == SearchApi::kBackend; }
   bool benchmark() const { return mode == SearchMode::kBenchmark; }
+  bool was_steered() const { return steered != trace::PinOutcome::kCount; }
 };
 
 class SearchTracker {
@@ -147,6 +151,9 @@ class SearchTracker {
 
   const Trace& trace_;
   Sink sink_;
+  // The trace's pinned and budgeted selections by thread and problem: their times.
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<const PinEvent*>> steered_;
+  void emit(SearchRecord& r);
   std::map<uint32_t, ThreadState> threads_;
   int open_episodes_ = 0;  // lets selecting() and in_episode() answer at once when none is open
   // Field indices per API id, resolved once.

@@ -48,7 +48,9 @@ export  writes the cuDNN plans the runs chose to FILE (default plans.json): for 
         and where they chose differently the fastest measured plan wins and the others are
         listed as conflicts. --merge keeps FILE's plans and adds the runs' (the runs' plan wins
         only where it measured faster). Selections a run made under plan pinning are not
-        sources: they timed the pinned plan alone.
+        sources: they timed the pinned plan alone. Selections the search budget answered
+        (record --search-budget) are written as heuristic picks, without a measured time: any
+        run's benchmark winner for the problem takes their place when files merge.
 show    prints a plan file: one line per plan, its source and conflicts.
 
 Replay a file with `cuprobe record --pin-plans FILE -- COMMAND` (or CUPROBE_PIN_PLANS=FILE under
@@ -306,6 +308,12 @@ size_t plans_of_runs(const std::vector<std::string>& runs, std::map<decltype(Pla
         p.workspace = c.workspace;
         p.notes = c.notes;
         p.mode = s.mode;
+        if (s.steered == trace::PinOutcome::kBudgeted) {
+          // The search budget gave it cuDNN's heuristic choice: one candidate timed, not a
+          // benchmark winner (a later run's search of the problem beats it when files merge).
+          p.mode = reader::SearchMode::kHeuristic;
+          p.time_ms = -1;
+        }
         p.search_ms = s.end_ns > s.start_ns ? double(s.end_ns - s.start_ns) / 1e6 : -1;
         p.candidates = int(s.candidates.size());
         p.from = Source{run, t->pid(), f.rank, f.host, s.start_ns >= f.first_ns ? double(s.start_ns - f.first_ns) / 1e9 : -1};

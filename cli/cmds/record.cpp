@@ -118,7 +118,13 @@ Fault mode (docs/faults.md): make chosen calls fail on purpose, before the real 
                       selected as usual (docs/plan-pinning.md)
       --pin-plans-learn
                       after COMMAND, add the plans it chose for problems not in FILE to FILE
-                      (created when missing)
+                      (created when missing; plans the search budget chose are marked heuristic)
+      --search-budget PCT
+                      keep cudnn.benchmark's searches within PCT of the job's time (5 or 5%):
+                      once a layer is asked for a second input shape, a new problem whose search
+                      would take the searches past PCT of the time since the first selection
+                      gets cuDNN's heuristic choice instead (one candidate, no timing); with
+                      --pin-plans, pinned problems come first (docs/search-budget.md)
 A malformed plan stops here, before COMMAND starts, with what is wrong in it.
 
 Before COMMAND starts, record also stops (exit status 2) on a CUPROBE_* variable in its
@@ -651,6 +657,7 @@ void add_variable_options(OptionParser& options, Request& r) {
     set(Id::kStackMinBytes, std::to_string(bytes));
   });
   options.value("--alerts", [set](const std::string& v) { set(Id::kAlerts, alerts_option(v)); });
+  word(Id::kSearchBudget);
 }
 
 // --faults FILE: its rules join --fault's, its memory cap replaces --mem-cap's.

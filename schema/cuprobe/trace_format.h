@@ -400,6 +400,9 @@ enum class Property : uint32_t {
   // kMaxEnvValue bytes). What the allocator and libraries were told (PYTORCH_CUDA_ALLOC_CONF, ...),
   // for advice that fits the job's configuration and for comparing runs.
   kEnvironment = 9,
+  // The search budget in force (CUPROBE_SEARCH_BUDGET; docs/search-budget.md), in hundredths of a
+  // percent of the job's time (500: 5%). Absent: no budget.
+  kSearchBudget = 10,
 };
 
 // The environment variables a trace records (Property::kEnvironment): these names, and every name
@@ -439,10 +442,16 @@ enum class PinOutcome : uint32_t {
   kPinnedFailed = 7,    // stepped aside: the pinned plan failed (finalize, execution, workspace query);
                         // later selections of the problem in this process are not steered
   kBroken = 8,          // stepped aside: the pinned plan failed earlier in this process
-  kCount = 9,
+  // The search budget (CUPROBE_SEARCH_BUDGET; docs/search-budget.md) answered a new problem's
+  // selection with cuDNN's heuristic choice instead of a benchmark search: `engine` and `knobs`
+  // are the plan it ended on, `search_ms` what a search was expected to cost (the mean of the
+  // process's searches so far), `pinned_ms` the searches' share of the job's time then (percent).
+  kBudgeted = 9,
+  kCount = 10,
 };
-inline constexpr const char* kPinOutcomeNames[] = {
-    "?", "pinned", "not-offered", "skipped", "other-gpu", "other-cudnn", "other-alignment", "pinned-failed", "broken"};
+inline constexpr const char* kPinOutcomeNames[] = {"?",         "pinned",      "not-offered",     "skipped",
+                                                   "other-gpu", "other-cudnn", "other-alignment", "pinned-failed",
+                                                   "broken",    "budgeted"};
 struct PinRecord {
   RecordHeader h;
   uint32_t outcome;     // PinOutcome

@@ -4,13 +4,15 @@
 // algorithm), batch norm training/backward/inference, max pooling, one LSTM forward, CTC loss
 // and a spatial transformer. Prints "legacy <direction> heuristic_first=<algo>" (the heuristic
 // query's first answer) and "legacy <direction> algo=<algo> workspace=<bytes>" per convolution
-// direction, and "legacy done" at the end.
+// direction, and "legacy done" at the end. --batches N,M,...: the convolution part runs once per
+// batch size (default 8; at most 8), as a job whose batch changes does.
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 namespace {
@@ -70,7 +72,22 @@ const Perf& best_found(const Perf* perf, int n, const char* what) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  std::vector<int> batches;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) != "--batches") continue;
+    for (const char* p = argv[i + 1]; *p;) {
+      char* end = nullptr;
+      long b = std::strtol(p, &end, 10);
+      if (end == p || b < 1 || b > 8) {
+        std::fprintf(stderr, "legacy_conv: --batches takes sizes from 1 to 8, separated by commas\n");
+        return 2;
+      }
+      batches.push_back(int(b));
+      p = *end == ',' ? end + 1 : end;
+    }
+  }
+  if (batches.empty()) batches.push_back(8);
   cudnnHandle_t handle = nullptr;
   CK(cudnnCreate(&handle));
   cudaStream_t stream = nullptr;
@@ -102,56 +119,60 @@ int main() {
   void* dw = dev_alloc(w_bytes);
   void* find_ws = dev_alloc(kFindWorkspace);
 
-  {  // forward
-    cudnnConvolutionFwdAlgoPerf_t perf[8];
-    int n = 0;
-    CK(cudnnGetConvolutionForwardAlgorithm_v7(handle, x_desc, w_desc, conv, y_desc, 8, &n, perf));
-    std::printf("legacy fwd heuristic_first=%d\n", int(perf[0].algo));
-    if (n < 1) ck(CUDNN_STATUS_NOT_SUPPORTED, "cudnnGetConvolutionForwardAlgorithm_v7 (no result)");
-    size_t ws_size = 0;
-    CK(cudnnGetConvolutionForwardWorkspaceSize(handle, x_desc, w_desc, conv, y_desc, perf[0].algo, &ws_size));
-    void* ws = ws_size > 0 ? dev_alloc(ws_size) : nullptr;
-    CK(cudnnFindConvolutionForwardAlgorithmEx(handle, x_desc, x, w_desc, w, conv, y_desc, y, 8, &n, perf, find_ws,
-                                              kFindWorkspace));
-    const auto& best = best_found(perf, n, "forward");
-    CK(cudnnConvolutionForward(handle, &one, x_desc, x, w_desc, w, conv, best.algo, find_ws, best.memory, &zero,
-                               y_desc, y));
-    report("fwd", int(best.algo), best.memory);
-    if (ws != nullptr) CK(cudaFree(ws));
-  }
-  {  // backward data
-    cudnnConvolutionBwdDataAlgoPerf_t perf[8];
-    int n = 0;
-    CK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w_desc, y_desc, conv, x_desc, 8, &n, perf));
-    std::printf("legacy bwd_data heuristic_first=%d\n", int(perf[0].algo));
-    if (n < 1) ck(CUDNN_STATUS_NOT_SUPPORTED, "cudnnGetConvolutionBackwardDataAlgorithm_v7 (no result)");
-    size_t ws_size = 0;
-    CK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w_desc, y_desc, conv, x_desc, perf[0].algo, &ws_size));
-    void* ws = ws_size > 0 ? dev_alloc(ws_size) : nullptr;
-    CK(cudnnFindConvolutionBackwardDataAlgorithmEx(handle, w_desc, w, y_desc, dy, conv, x_desc, dx, 8, &n, perf,
-                                                   find_ws, kFindWorkspace));
-    const auto& best = best_found(perf, n, "backward data");
-    CK(cudnnConvolutionBackwardData(handle, &one, w_desc, w, y_desc, dy, conv, best.algo, find_ws, best.memory, &zero,
-                                    x_desc, dx));
-    report("bwd_data", int(best.algo), best.memory);
-    if (ws != nullptr) CK(cudaFree(ws));
-  }
-  {  // backward filter
-    cudnnConvolutionBwdFilterAlgoPerf_t perf[8];
-    int n = 0;
-    CK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x_desc, y_desc, conv, w_desc, 8, &n, perf));
-    std::printf("legacy bwd_filter heuristic_first=%d\n", int(perf[0].algo));
-    if (n < 1) ck(CUDNN_STATUS_NOT_SUPPORTED, "cudnnGetConvolutionBackwardFilterAlgorithm_v7 (no result)");
-    size_t ws_size = 0;
-    CK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x_desc, y_desc, conv, w_desc, perf[0].algo, &ws_size));
-    void* ws = ws_size > 0 ? dev_alloc(ws_size) : nullptr;
-    CK(cudnnFindConvolutionBackwardFilterAlgorithmEx(handle, x_desc, x, y_desc, dy, conv, w_desc, dw, 8, &n, perf,
+  for (int batch : batches) {
+    set_tensor(x_desc, {batch, 64, 16, 16});
+    set_tensor(y_desc, {batch, 64, 16, 16});
+    {  // forward
+      cudnnConvolutionFwdAlgoPerf_t perf[8];
+      int n = 0;
+      CK(cudnnGetConvolutionForwardAlgorithm_v7(handle, x_desc, w_desc, conv, y_desc, 8, &n, perf));
+      std::printf("legacy fwd heuristic_first=%d\n", int(perf[0].algo));
+      if (n < 1) ck(CUDNN_STATUS_NOT_SUPPORTED, "cudnnGetConvolutionForwardAlgorithm_v7 (no result)");
+      size_t ws_size = 0;
+      CK(cudnnGetConvolutionForwardWorkspaceSize(handle, x_desc, w_desc, conv, y_desc, perf[0].algo, &ws_size));
+      void* ws = ws_size > 0 ? dev_alloc(ws_size) : nullptr;
+      CK(cudnnFindConvolutionForwardAlgorithmEx(handle, x_desc, x, w_desc, w, conv, y_desc, y, 8, &n, perf, find_ws,
+                                                kFindWorkspace));
+      const auto& best = best_found(perf, n, "forward");
+      CK(cudnnConvolutionForward(handle, &one, x_desc, x, w_desc, w, conv, best.algo, find_ws, best.memory, &zero,
+                                 y_desc, y));
+      report("fwd", int(best.algo), best.memory);
+      if (ws != nullptr) CK(cudaFree(ws));
+    }
+    {  // backward data
+      cudnnConvolutionBwdDataAlgoPerf_t perf[8];
+      int n = 0;
+      CK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w_desc, y_desc, conv, x_desc, 8, &n, perf));
+      std::printf("legacy bwd_data heuristic_first=%d\n", int(perf[0].algo));
+      if (n < 1) ck(CUDNN_STATUS_NOT_SUPPORTED, "cudnnGetConvolutionBackwardDataAlgorithm_v7 (no result)");
+      size_t ws_size = 0;
+      CK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w_desc, y_desc, conv, x_desc, perf[0].algo, &ws_size));
+      void* ws = ws_size > 0 ? dev_alloc(ws_size) : nullptr;
+      CK(cudnnFindConvolutionBackwardDataAlgorithmEx(handle, w_desc, w, y_desc, dy, conv, x_desc, dx, 8, &n, perf,
                                                      find_ws, kFindWorkspace));
-    const auto& best = best_found(perf, n, "backward filter");
-    CK(cudnnConvolutionBackwardFilter(handle, &one, x_desc, x, y_desc, dy, conv, best.algo, find_ws, best.memory,
-                                      &zero, w_desc, dw));
-    report("bwd_filter", int(best.algo), best.memory);
-    if (ws != nullptr) CK(cudaFree(ws));
+      const auto& best = best_found(perf, n, "backward data");
+      CK(cudnnConvolutionBackwardData(handle, &one, w_desc, w, y_desc, dy, conv, best.algo, find_ws, best.memory, &zero,
+                                      x_desc, dx));
+      report("bwd_data", int(best.algo), best.memory);
+      if (ws != nullptr) CK(cudaFree(ws));
+    }
+    {  // backward filter
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[8];
+      int n = 0;
+      CK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x_desc, y_desc, conv, w_desc, 8, &n, perf));
+      std::printf("legacy bwd_filter heuristic_first=%d\n", int(perf[0].algo));
+      if (n < 1) ck(CUDNN_STATUS_NOT_SUPPORTED, "cudnnGetConvolutionBackwardFilterAlgorithm_v7 (no result)");
+      size_t ws_size = 0;
+      CK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x_desc, y_desc, conv, w_desc, perf[0].algo, &ws_size));
+      void* ws = ws_size > 0 ? dev_alloc(ws_size) : nullptr;
+      CK(cudnnFindConvolutionBackwardFilterAlgorithmEx(handle, x_desc, x, y_desc, dy, conv, w_desc, dw, 8, &n, perf,
+                                                       find_ws, kFindWorkspace));
+      const auto& best = best_found(perf, n, "backward filter");
+      CK(cudnnConvolutionBackwardFilter(handle, &one, x_desc, x, y_desc, dy, conv, best.algo, find_ws, best.memory,
+                                        &zero, w_desc, dw));
+      report("bwd_filter", int(best.algo), best.memory);
+      if (ws != nullptr) CK(cudaFree(ws));
+    }
   }
 
   // ---- batch norm over x, per-channel parameters [1,64,1,1] ----

@@ -19,7 +19,7 @@ void research_repeat(const RuleSpec& spec, const AllFacts& all, const Emit& emit
   for (const ProcessFacts& p : all.processes) {
     std::map<uint64_t, std::vector<const reader::SearchRecord*>> by_problem;
     for (const auto& s : p.searches) {
-      if (s.benchmark() && !pinned_selection(p, s)) by_problem[s.problem_hash].push_back(&s);
+      if (s.benchmark() && !s.was_steered()) by_problem[s.problem_hash].push_back(&s);
     }
     // Each repeat is one of: the first search of the problem on another thread (PyTorch's plan
     // cache is per thread: forward on the main thread, backward on autograd's — a one-off per

@@ -12,6 +12,7 @@
 #include "analysis/common.h"
 #include "analysis/pinning.h"
 #include "analysis/rules.h"
+#include "analysis/search_budget.h"
 #include "trace/problem_view.h"
 
 namespace cuprobe::analysis {
@@ -357,6 +358,28 @@ std::vector<std::string> problems_named(const Verdict& v, const std::vector<cons
   return {names.begin(), names.end()};
 }
 
+// A storm the search budget kept in check: the searches that ran were too few to judge, the
+// selections it answered say the shapes kept changing. Reported at info with what it saved.
+Finding budget_contained(const RuleSpec& spec, const ProcessFacts& p, const BudgetSummary& b) {
+  nlohmann::json ev = {{"process", process_label(p)},
+                       {"pattern", "contained by the search budget"},
+                       {"summary", budget_text(b)},
+                       {"budgeted", b.budgeted},
+                       {"searches_saved_s", b.expected_ms / 1e3},
+                       {"searches", b.searches},
+                       {"search_time_s", b.search_ms / 1e3},
+                       {"run_s", b.job_ms / 1e3}};
+  Finding f = make_finding(spec, ev, 0);
+  f.severity = Severity::kInfo;
+  f.message = fmt::format("{}: new problems kept coming, the search budget answered them: {}", process_label(p),
+                          budget_text(b));
+  f.fix =
+      "Nothing needed while the budget runs; the shapes still change (bucket or pad them to let every shape "
+      "have the benchmark's plan).";
+  f.pids.push_back(p.pid);
+  return f;
+}
+
 void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit) {
   const double min_late = spec.param("min_late_searches");
   const double min_half = spec.param("min_last_half_searches");
@@ -372,7 +395,7 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
     if (p.trace && !trace::finalized(p.trace->state()) && p.step_starts.size() < 2) continue;
     std::vector<Searched> searched;
     for (const auto& s : p.searches) {
-      if (s.benchmark() && !pinned_selection(p, s)) {
+      if (s.benchmark() && !s.was_steered()) {
         searched.push_back(
             Searched{&s, reader::problem_shape(s.problem_info), reader::shape_class(s.problem_info), 0, false});
       }
@@ -409,7 +432,11 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
       }
       last = s.s;
     }
-    if (double(late) < min_late) continue;
+    const BudgetSummary budget = budget_summary(p);
+    if (double(late) < min_late) {
+      if (budget.budgeted > 0) emit(budget_contained(spec, p, budget));
+      continue;
+    }
 
     const double span = span_s(p);
     const double half_span = seconds(end - std::min(end, half));
@@ -448,6 +475,7 @@ void research_storm(const RuleSpec& spec, const AllFacts& all, const Emit& emit)
       if (!v.benign) when += "; " + cost.projection;
     }
     if (v.benign) v.summary += " — nothing to fix";
+    if (budget.active) when += "; " + budget_text(budget);
 
     const std::string op_list = ops_of(searched);
     const std::vector<int> timeline = per_tenth(p, searched);

@@ -1,0 +1,35 @@
+// What the search budget (docs/search-budget.md; shim/search_budget.h) did in one process: the
+// selections it gave cuDNN's heuristic choice instead of a benchmark search, what those searches
+// were expected to cost, what choosing them took, and what the searches that ran cost the job.
+// Read from the trace's kSearchBudget property, its kBudgeted PinRecords and the process's
+// rebuilt searches.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/facts.h"
+
+namespace cuprobe::analysis {
+
+struct BudgetSummary {
+  bool active = false;     // the process ran with a search budget
+  double budget_pct = -1;  // the budget, percent of the job's time
+  int budgeted = 0;        // selections given cuDNN's heuristic choice
+  int budgeted_problems = 0;
+  int budgeted_legacy = 0;      // of them, legacy cudnnFind* calls answered with cudnnGet*_v7
+  double expected_ms = 0;       // what searches of those selections were expected to cost (the mean so far, each)
+  double took_ms = 0;           // what the budgeted selections took (rebuilt: heuristics, one plan built and timed)
+  double first_share_pct = -1;  // the searches' share of the job's time when the first was budgeted
+  int searches = 0;             // benchmark searches that ran (steered ones aside)
+  double search_ms = 0;         // their time
+  double job_ms = 0;            // the job's span (its first cuDNN/CUDA work to its last event)
+};
+
+BudgetSummary budget_summary(const ProcessFacts& p);
+// "search budget 5%: 9 selections (9 problems) took cuDNN's heuristic choice ..." ("" when inactive).
+std::string budget_text(const BudgetSummary& s);
+nlohmann::json budget_json(const BudgetSummary& s);
+
+}  // namespace cuprobe::analysis

@@ -1,0 +1,257 @@
+// The search budget (issue 29, docs/search-budget.md) on the cuDNN test double: once a layer is
+// asked for a second shape and the searches have taken more than the budget of the job's time,
+// each new selection ends on cuDNN's heuristic choice after one candidate (backend) or is answered
+// with cudnnGet*_v7 (legacy); under the budget, in a job without searches, or before any layer
+// changes shape, selections run as usual. The double's searches take almost all of a run's time,
+// so a budget of 5% is passed at the first new shape and one of 100% never is.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "support/run.h"
+
+namespace cuprobe::test {
+namespace {
+
+using nlohmann::json;
+
+struct Pick {
+  std::string kind;
+  int batch, winner, candidates;
+};
+std::vector<Pick> picks(const std::string& out) {
+  std::vector<Pick> v;
+  std::regex re(R"(search (\w+) batch=(\d+) mode=\w+ winner_engine=(-?\d+) candidates=(\d+))");
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, re)) v.push_back({m[1], std::stoi(m[2]), std::stoi(m[3]), std::stoi(m[4])});
+  }
+  return v;
+}
+
+std::vector<std::string> search_cmd(std::vector<std::string> extra) {
+  std::vector<std::string> a = {program("frontend_search")};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+// What the program picks per direction with cudnn.benchmark off (cuDNN's heuristics, the double's
+// order): the plan a budgeted selection must end on.
+std::map<std::string, int> heuristic_winners(std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"--bwd"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  RunResult r = run(search_cmd(args));
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::map<std::string, int> w;
+  for (const Pick& p : picks(r.out)) w[p.kind] = p.winner;
+  EXPECT_EQ(w.size(), 3u) << r.out;
+  return w;
+}
+
+const std::vector<std::string> kStorm = {"--benchmark", "--bwd", "--shapes", "4"};
+
+json budget_of(const json& analysis) { return analysis["summary"]["per_process"][0]["search_budget"]; }
+
+TEST(SearchBudget, PastTheBudgetNewShapesTakeTheHeuristicPlanAfterOneCandidate) {
+  auto heuristic = heuristic_winners();
+  std::string dir = fresh_dir("budget-hit");
+  RunResult r = record(dir, search_cmd(kStorm), {}, {"--search-budget", "5%"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto got = picks(r.out);
+  ASSERT_EQ(got.size(), 12u) << r.out;
+  int searched = 0, budgeted = 0;
+  for (const Pick& p : got) {
+    SCOPED_TRACE(p.kind + " batch " + std::to_string(p.batch));
+    if (p.batch == 8) {
+      // Every layer's first shape is searched in full (the warm-up every benchmark job pays).
+      EXPECT_GT(p.candidates, 1);
+      ++searched;
+    } else {
+      EXPECT_EQ(p.candidates, 1);
+      EXPECT_EQ(p.winner, heuristic[p.kind]);
+      ++budgeted;
+    }
+  }
+  EXPECT_EQ(searched, 3);
+  EXPECT_EQ(budgeted, 9);
+  auto lines = dump(dir);
+  auto pins = of_type(lines, "pin");
+  ASSERT_EQ(pins.size(), 9u);
+  for (const auto& p : pins) {
+    EXPECT_EQ(p["outcome"], "budgeted") << p.dump();
+    EXPECT_GT(p["search_ms"].get<double>(), 0) << "the search it replaced was expected to cost something";
+    EXPECT_GT(p["pinned_ms"].get<double>(), 5) << "the searches' share (percent) when it was decided";
+  }
+  int failed_fast = 0;
+  for (const auto& c : of_type(lines, "call", "cudnnBackendFinalize")) {
+    if (!c.contains("pinned")) continue;
+    ++failed_fast;
+    EXPECT_EQ(c["ret"], 3000);
+  }
+  EXPECT_GT(failed_fast, 9) << "the candidates after the heuristic choice fail fast";
+  json a = analyze_json({dir});
+  json b = budget_of(a);
+  ASSERT_TRUE(b.is_object()) << a["summary"].dump(1);
+  EXPECT_EQ(b["budget_pct"], 5.0);
+  EXPECT_EQ(b["budgeted"], 9);
+  EXPECT_EQ(b["searches"], 3);
+  EXPECT_GT(b["searches_saved_s"].get<double>(), 0);
+  // The searches that ran were the warm-up: research-storm says the budget kept the storm in check.
+  bool info = false;
+  for (const auto& f : a["findings"]) {
+    EXPECT_NE(f["rule"], "plan-pinning") << "budgeted selections are not pinning's step-asides";
+    if (f["rule"] == "research-storm") {
+      EXPECT_EQ(f["severity"], "info");
+      info = f["message"].get<std::string>().find("search budget 5%") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(info) << a["findings"].dump(1);
+}
+
+TEST(SearchBudget, UnderTheBudgetEverySelectionSearches) {
+  std::string dir = fresh_dir("budget-not-hit");
+  RunResult r = record(dir, search_cmd(kStorm), {}, {"--search-budget", "100"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto got = picks(r.out);
+  ASSERT_EQ(got.size(), 12u);
+  for (const Pick& p : got) EXPECT_GT(p.candidates, 1) << p.kind << " " << p.batch;
+  EXPECT_TRUE(of_type(dump(dir), "pin").empty());
+  json b = budget_of(analyze_json({dir}));
+  EXPECT_EQ(b["budgeted"], 0);
+  EXPECT_NE(b["text"].get<std::string>().find("never reached"), std::string::npos) << b;
+}
+
+TEST(SearchBudget, NoSecondShapeOrNoSearchNeverHitsIt) {
+  // The same problems searched again (a cache eviction) with a budget of 0: no layer changed shape.
+  RunResult repeat = record(fresh_dir("budget-repeat"), search_cmd({"--benchmark", "--bwd", "--repeat", "3"}), {},
+                            {"--search-budget", "0"});
+  ASSERT_EQ(repeat.status, 0) << repeat.err;
+  auto got = picks(repeat.out);
+  ASSERT_EQ(got.size(), 9u);
+  for (const Pick& p : got) EXPECT_GT(p.candidates, 1);
+  // cudnn.benchmark off: shapes change, but nothing is ever timed, so nothing is budgeted.
+  std::string dir = fresh_dir("budget-heuristic");
+  RunResult heur = record(dir, search_cmd({"--bwd", "--shapes", "4"}), {}, {"--search-budget", "0"});
+  ASSERT_EQ(heur.status, 0) << heur.err;
+  auto plain = run(search_cmd({"--bwd", "--shapes", "4"}));
+  EXPECT_EQ(picks(heur.out).size(), 12u);
+  for (size_t i = 0; i < picks(heur.out).size(); ++i) {
+    EXPECT_EQ(picks(heur.out)[i].winner, picks(plain.out)[i].winner);
+    EXPECT_EQ(picks(heur.out)[i].candidates, picks(plain.out)[i].candidates);
+  }
+  EXPECT_TRUE(of_type(dump(dir), "pin").empty());
+}
+
+TEST(SearchBudget, TheApplicationsFiltersStillApply) {
+  // --skip-engine drops the heuristics' configurations of one engine before plans are built, as
+  // PyTorch's determinism and TF32 filters do: the budgeted choice is the first of the rest.
+  auto heuristic = heuristic_winners();
+  int skip = heuristic["conv_fwd"];
+  auto filtered = heuristic_winners({"--skip-engine", std::to_string(skip)});
+  std::string dir = fresh_dir("budget-filter");
+  RunResult r =
+      record(dir, search_cmd({"--benchmark", "--bwd", "--shapes", "3", "--skip-engine", std::to_string(skip)}), {},
+             {"--search-budget", "5"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const Pick& p : picks(r.out)) {
+    EXPECT_NE(p.winner, skip);
+    if (p.batch != 8) EXPECT_EQ(p.winner, filtered[p.kind]) << p.kind << " " << p.batch;
+  }
+}
+
+TEST(SearchBudget, ThreadsAndHandlesAreBudgetedEachOnTheirOwn) {
+  std::string dir = fresh_dir("budget-threads");
+  RunResult r = record(dir, search_cmd({"--benchmark", "--bwd", "--shapes", "3", "--threads", "3"}), {},
+                       {"--search-budget", "5"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto got = picks(r.out);
+  ASSERT_EQ(got.size(), 27u) << r.out;
+  int one = 0;
+  for (const Pick& p : got) one += p.candidates == 1;
+  auto pins = of_type(dump(dir), "pin");
+  EXPECT_EQ(int(pins.size()), one) << "one budgeted record per selection that took one candidate";
+  std::set<int> tids;
+  for (const auto& p : pins) {
+    EXPECT_EQ(p["outcome"], "budgeted");
+    tids.insert(p["tid"].get<int>());
+  }
+  EXPECT_GE(tids.size(), 2u);
+}
+
+TEST(SearchBudget, PinnedProblemsComeFirstThenTheBudget) {
+  std::string src = fresh_dir("budget-pin-src");
+  ASSERT_EQ(record(src, search_cmd({"--benchmark", "--bwd"}), {{"FAKECUDNN_ENGINE_US", "5:5"}}).status, 0);
+  std::string file = src + "/plans.json";
+  ASSERT_EQ(run({cuprobe_bin(), "plans", "export", "-q", "-o", file, src}).status, 0);
+  auto heuristic = heuristic_winners();
+  std::string dir = fresh_dir("budget-pin");
+  RunResult r = record(dir, search_cmd({"--benchmark", "--bwd", "--shapes", "3"}), {},
+                       {"--pin-plans", file, "--search-budget", "0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const Pick& p : picks(r.out)) {
+    EXPECT_EQ(p.candidates, 1) << p.kind << " " << p.batch;
+    EXPECT_EQ(p.winner, p.batch == 8 ? 5 : heuristic[p.kind]) << p.kind << " " << p.batch;
+  }
+  std::map<std::string, int> outcomes;
+  for (const auto& p : of_type(dump(dir), "pin")) ++outcomes[p["outcome"].get<std::string>()];
+  EXPECT_EQ(outcomes["pinned"], 3);
+  EXPECT_EQ(outcomes["budgeted"], 6);
+  // The budgeted plans are exported as heuristic picks, without a measured time.
+  std::string out = dir + "/plans.json";
+  ASSERT_EQ(run({cuprobe_bin(), "plans", "export", "-q", "-o", out, dir}).status, 0);
+  std::ifstream in(out);
+  json doc = json::parse(in);
+  int heuristic_plans = 0;
+  for (const auto& p : doc["plans"]) {
+    if (p["mode"] != "heuristic") continue;
+    ++heuristic_plans;
+    EXPECT_TRUE(p["time_ms"].is_null()) << p.dump();
+  }
+  EXPECT_EQ(heuristic_plans, 6) << doc.dump(1);
+}
+
+TEST(SearchBudget, LegacyFindIsAnsweredWithTheHeuristicsPastTheBudget) {
+  std::string dir = fresh_dir("budget-legacy");
+  RunResult r = record(dir, {program("legacy_conv"), "--batches", "8,4"}, {}, {"--search-budget", "0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  // The first batch's Find calls search (the double's winner is 6); the second batch's are
+  // answered with the heuristics' order, whose first algorithm is 1.
+  for (const char* d : {"fwd", "bwd_data", "bwd_filter"}) {
+    std::string first = std::string("legacy ") + d + " algo=";
+    size_t a = r.out.find(first);
+    ASSERT_NE(a, std::string::npos) << r.out;
+    size_t b = r.out.find(first, a + 1);
+    ASSERT_NE(b, std::string::npos) << r.out;
+    EXPECT_EQ(r.out.compare(b + first.size(), 2, "1 "), 0) << r.out.substr(b, 60);
+  }
+  auto lines = dump(dir);
+  auto pins = of_type(lines, "pin");
+  ASSERT_EQ(pins.size(), 3u);
+  for (const auto& p : pins) {
+    EXPECT_EQ(p["outcome"], "budgeted");
+    EXPECT_EQ(p.value("legacy", false), true) << p.dump();
+    EXPECT_EQ(p["engine"], 1);
+  }
+  auto finds = of_type(lines, "call", "cudnnFindConvolutionForwardAlgorithmEx");
+  ASSERT_EQ(finds.size(), 2u);
+  EXPECT_FALSE(finds[0].contains("pinned"));
+  EXPECT_TRUE(finds[1].contains("pinned")) << "answered by the shim";
+  EXPECT_EQ(budget_of(analyze_json({dir}))["budgeted_legacy"], 3);
+}
+
+TEST(SearchBudget, RecordRefusesABudgetItCannotRead) {
+  for (const char* bad : {"101", "-1", "5%%", "abc", "2.555", "5 %"}) {
+    RunResult r = run({cuprobe_bin(), "record", "-o", fresh_dir("budget-bad"), "--search-budget", bad, "--", "true"});
+    EXPECT_EQ(r.status, 2) << bad;
+    EXPECT_NE(r.err.find("--search-budget expects a share of the job's time from 0 to 100"), std::string::npos)
+        << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace cuprobe::test
