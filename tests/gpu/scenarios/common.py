@@ -17,8 +17,16 @@ def log(*args):
     print("[%s pid %d] " % (time.strftime("%H:%M:%S"), os.getpid()), *args, flush=True)
 
 
+# Benchmarks of the same program (tests/gpu/bench_search_budget.sh): SCENARIO_CUDNN_BENCHMARK=0/1
+# overrides the program's cudnn.benchmark; SCENARIO_STEP_TIMES=1 times every train_step (with a
+# synchronize) and finish() prints the median step of the last half ("steady: X ms/step").
+_STEP_TIMES = [] if os.environ.get("SCENARIO_STEP_TIMES") == "1" else None
+
+
 def setup(benchmark=True, seed=0):
     """Seeds, cuDNN benchmark setting, device cuda:0; prints versions."""
+    if os.environ.get("SCENARIO_CUDNN_BENCHMARK") in ("0", "1"):
+        benchmark = os.environ["SCENARIO_CUDNN_BENCHMARK"] == "1"
     random.seed(seed)
     torch.manual_seed(seed)
     torch.backends.cudnn.benchmark = bool(benchmark)
@@ -116,6 +124,9 @@ def train_step(model, opt, x, y, autocast_dtype=None):
         loss = F.cross_entropy(out, y)
     loss.backward()
     opt.step()
+    if _STEP_TIMES is not None:
+        torch.cuda.synchronize()
+        _STEP_TIMES.append(time.perf_counter())
     return loss
 
 
@@ -128,6 +139,9 @@ def finish(dev, t0, steps, last_loss=None):
     dt = time.time() - t0
     extra = "" if last_loss is None else " last loss %.4f" % float(last_loss)
     log("result: %d steps in %.2f s (%.1f ms/step)%s" % (steps, dt, 1000.0 * dt / max(steps, 1), extra))
+    if _STEP_TIMES and len(_STEP_TIMES) >= 4:
+        d = sorted(b - a for a, b in zip(_STEP_TIMES[len(_STEP_TIMES) // 2:], _STEP_TIMES[len(_STEP_TIMES) // 2 + 1:]))
+        log("steady: %.3f ms/step (median of the last %d steps)" % (1000.0 * d[len(d) // 2], len(d)))
 
 
 # ---- two ranks on one GPU over gloo ---------------------------------------------------------
