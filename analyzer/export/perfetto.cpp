@@ -703,6 +703,7 @@ class TimelineWriter : public TimelineSink {
     args_.u64("candidate_count", r.candidates.size()).i64("plans_rejected", r.plans_rejected);
     if (r.search_workspace != 0) args_.u64("search_workspace", r.search_workspace);
     if (r.probe_bytes != 0) args_.u64("probe_bytes", r.probe_bytes);
+    if (r.was_steered()) args_.str("steered", reader::name_of(r.steered), true);
     if (r.winner >= 0 && size_t(r.winner) < r.candidates.size()) {
       const auto& w = r.candidates[size_t(r.winner)];
       args_.i64(legacy ? "winner_algorithm" : "winner_engine", w.engine);

@@ -376,16 +376,27 @@ class SqliteSink : public TimelineSink {
       const reader::SearchCandidate* w =
           r.winner >= 0 && size_t(r.winner) < r.candidates.size() ? &r.candidates[size_t(r.winner)] : nullptr;
       uint64_t start = info_->wall_ns(r.start_ns), end = info_->wall_ns(std::max(r.end_ns, r.start_ns));
-      ins_search_.add({.id = id, .process_id = process_id_, .tid = r.tid, .device = r.device, .api = r.function,
+      ins_search_.add({.id = id,
+                       .process_id = process_id_,
+                       .tid = r.tid,
+                       .device = r.device,
+                       .api = r.function,
                        .mode = reader::name_of(r.mode),
-                       .problem_id = Cell::or_null(problem_id(r.problem, r.problem_hash), 0), .start_ns = start,
-                       .end_ns = end, .dur_ns = end - start, .stack_id = Cell::or_null(stack_id(r.stack), 0),
-                       .candidates = r.candidates.size(), .winner_id = Cell::or_null(winner_id, 0),
+                       .problem_id = Cell::or_null(problem_id(r.problem, r.problem_hash), 0),
+                       .start_ns = start,
+                       .end_ns = end,
+                       .dur_ns = end - start,
+                       .stack_id = Cell::or_null(stack_id(r.stack), 0),
+                       .candidates = r.candidates.size(),
+                       .winner_id = Cell::or_null(winner_id, 0),
                        .winner_engine = w ? Cell(w->engine) : Cell::null(),
-                       .winner_knobs = w ? Cell(w->knobs) : Cell::null(), .search_workspace = r.search_workspace,
+                       .winner_knobs = w ? Cell(w->knobs) : Cell::null(),
+                       .search_workspace = r.search_workspace,
                        .probe_bytes = r.probe_bytes,
-                       .align = Cell::or_null(r.align, 0), .plans_rejected = r.plans_rejected,
-                       .complete = r.complete});
+                       .align = Cell::or_null(r.align, 0),
+                       .plans_rejected = r.plans_rejected,
+                       .complete = r.complete,
+                       .steered = r.was_steered() ? Cell(reader::name_of(r.steered)) : Cell::null()});
       ++rows_;
     });
   }

@@ -185,7 +185,8 @@ inline constexpr char kFromTheLauncher[] =
   X(probe_bytes, "INTEGER", "the largest allocation given straight back unused: an allocator probing")   \
   X(align, "INTEGER", "smallest alignment of the problem's data (bytes); NULL unknown")                  \
   X(plans_rejected, "INTEGER", "candidates whose build failed")                                          \
-  X(complete, "INTEGER", "0 when the trace ended before the winner ran")
+  X(complete, "INTEGER", "0 when the trace ended before the winner ran")                                 \
+  X(steered, "TEXT", "`pinned` (plan pinning) or `budgeted` (the search budget); NULL: not steered")
 
 #define CUPROBE_SQLITE_CANDIDATES(X)                                                               \
   X(id, "INTEGER PRIMARY KEY", "key")                                                              \

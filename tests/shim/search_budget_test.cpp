@@ -111,6 +111,12 @@ TEST(SearchBudget, PastTheBudgetNewShapesTakeTheHeuristicPlanAfterOneCandidate) 
     }
   }
   EXPECT_TRUE(info) << a["findings"].dump(1);
+  // The SQLite export marks the budgeted selections.
+  std::string db = fresh_dir("budget-sql") + "/t.sqlite";
+  ASSERT_EQ(run({cuprobe_bin(), "export", "--format", "sqlite", "-q", "-o", db, dir}).status, 0);
+  RunResult q = run({"sqlite3", db, "SELECT steered, count(*) FROM searches GROUP BY steered ORDER BY 1"});
+  ASSERT_EQ(q.status, 0) << q.err;
+  EXPECT_EQ(q.out, "|3\nbudgeted|9\n");
 }
 
 TEST(SearchBudget, UnderTheBudgetEverySelectionSearches) {
