@@ -107,36 +107,6 @@ uint8_t begin_selection(uint64_t now, uint64_t hash, Clock& c) {
   return !pin_names(hash) && over_budget(now, &c.share_pct, &c.expected_ms) ? 1 : 0;
 }
 
-// The layer of a convolution problem: everything but the data tensors' batch and spatial sizes.
-uint64_t layer_key(const trace::ProblemDesc& d) {
-  trace::ProblemHasher x;
-  x.add(d.op);
-  const trace::ProblemConv& c = d.conv;
-  x.add(c.mode);
-  x.add(c.compute);
-  x.add(c.spatial);
-  x.add(c.groups);
-  for (int i = 0; i < 3; ++i) {
-    x.add(c.pre[i]);
-    x.add(c.post[i]);
-    x.add(c.stride[i]);
-    x.add(c.dilation[i]);
-  }
-  int nt = d.n_tensors <= trace::kProblemMaxTensors ? d.n_tensors : trace::kProblemMaxTensors;
-  for (int i = 0; i < nt; ++i) {
-    const trace::ProblemTensor& t = d.tensors[i];
-    x.add(t.role);
-    x.add(t.dtype);
-    x.add(t.nbdims);
-    bool weights = t.role == uint8_t(trace::TensorRole::kW) || t.role == uint8_t(trace::TensorRole::kDw);
-    int nd = t.nbdims <= trace::kProblemMaxDims ? t.nbdims : trace::kProblemMaxDims;
-    for (int k = 0; k < nd; ++k) {
-      if (weights || k == 1) x.add(t.dims[k]);  // all of the weights; the data's channels
-    }
-  }
-  return x.h != 0 ? x.h : 1;
-}
-
 void write_budgeted(ThreadState& t, uint32_t problem, uint64_t hash, int64_t engine, uint32_t knobs, bool legacy) {
   const Clock& c = t_clock;
   write_pin_record(t, trace::PinOutcome::kBudgeted, problem, hash, engine, knobs, legacy ? trace::kPinLegacy : 0,
@@ -158,7 +128,7 @@ void write_budget_property() {
 
 void budget_new_problem(const trace::ProblemDesc& d) {
   if (!g_budget_on || (d.flags & trace::kProblemHasConv) == 0) return;
-  uint64_t key = layer_key(d);
+  uint64_t key = trace::layer_hash(d);
   uint64_t problem = trace::problem_hash(d);
   for (uint32_t i = 0; i < kLayers; ++i) {
     Layer& l = g_layers[(key + i) % kLayers];

@@ -36,49 +36,6 @@ std::vector<int64_t> shape_class(const Problem* p) {
   return out;
 }
 
-uint64_t layer_key(const Problem& p) {
-  if (!p.typed) return p.hash | 1;
-  const trace::ProblemDesc& d = p.desc;
-  trace::ProblemHasher h;
-  h.add(d.op);
-  h.add(d.flags);
-  int nt = d.n_tensors <= trace::kProblemMaxTensors ? d.n_tensors : trace::kProblemMaxTensors;
-  for (int i = 0; i < nt; ++i) {
-    const trace::ProblemTensor& t = d.tensors[i];
-    auto role = trace::TensorRole(t.role);
-    h.add(t.role);
-    h.add(t.dtype);
-    h.add(t.layout);
-    h.add(t.nbdims);
-    if (role == trace::TensorRole::kW || role == trace::TensorRole::kDw) {
-      for (int k = 0; k < t.nbdims && k < trace::kProblemMaxDims; ++k) h.add(t.dims[k]);
-    } else if (t.nbdims >= 2) {
-      h.add(t.dims[1]);  // batch and spatial sizes change with the input; the channel count is the layer's
-    }
-  }
-  if (d.flags & trace::kProblemHasConv) {
-    const trace::ProblemConv& c = d.conv;
-    h.add(c.mode);
-    h.add(c.compute);
-    h.add(c.spatial);
-    h.add(c.groups);
-    for (int k = 0; k < 3; ++k) {
-      h.add(c.pre[k]);
-      h.add(c.post[k]);
-      h.add(c.stride[k]);
-      h.add(c.dilation[k]);
-    }
-  }
-  for (int i = 0; i < d.n_fused && i < trace::kProblemMaxFused; ++i) {
-    h.add(d.fused[i].op);
-    h.add(d.fused[i].mode);
-  }
-  bool rnn = d.op >= uint16_t(trace::ProblemOp::kRnn) && d.op <= uint16_t(trace::ProblemOp::kRnnBwdWeights);
-  for (int i = 0; i < d.n_params && i < trace::kProblemMaxParams; ++i) {
-    if (rnn && (i == 7 || i == 8)) continue;  // sequence length and batch
-    h.add(d.params[i]);
-  }
-  return h.h | 1;
-}
+uint64_t layer_key(const Problem& p) { return p.typed ? trace::layer_hash(p.desc) : p.hash | 1; }
 
 }  // namespace cuprobe::reader

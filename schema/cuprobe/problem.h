@@ -295,4 +295,52 @@ struct AlgoResultsRecord {
 };
 static_assert(sizeof(AlgoResultsRecord) == 16);
 
+// The layer a problem belongs to: its operation, data types, layouts and channel counts (a
+// filter's dims whole), the convolution, fused operations and the operation's parameters (an
+// RNN's sequence length and batch left out) -- what stays when only the input's batch and spatial
+// sizes change. Never 0. The analyzer's shape classes (reader::layer_key) and the shim's search
+// budget (a layer asked for a second shape) share it.
+inline uint64_t layer_hash(const ProblemDesc& d) {
+  ProblemHasher h;
+  h.add(d.op);
+  h.add(d.flags);
+  int nt = d.n_tensors <= kProblemMaxTensors ? d.n_tensors : kProblemMaxTensors;
+  for (int i = 0; i < nt; ++i) {
+    const ProblemTensor& t = d.tensors[i];
+    auto role = TensorRole(t.role);
+    h.add(t.role);
+    h.add(t.dtype);
+    h.add(t.layout);
+    h.add(t.nbdims);
+    if (role == TensorRole::kW || role == TensorRole::kDw) {
+      for (int k = 0; k < t.nbdims && k < kProblemMaxDims; ++k) h.add(t.dims[k]);
+    } else if (t.nbdims >= 2) {
+      h.add(t.dims[1]);  // batch and spatial sizes change with the input; the channel count is the layer's
+    }
+  }
+  if (d.flags & kProblemHasConv) {
+    const ProblemConv& c = d.conv;
+    h.add(c.mode);
+    h.add(c.compute);
+    h.add(c.spatial);
+    h.add(c.groups);
+    for (int k = 0; k < 3; ++k) {
+      h.add(c.pre[k]);
+      h.add(c.post[k]);
+      h.add(c.stride[k]);
+      h.add(c.dilation[k]);
+    }
+  }
+  for (int i = 0; i < d.n_fused && i < kProblemMaxFused; ++i) {
+    h.add(d.fused[i].op);
+    h.add(d.fused[i].mode);
+  }
+  bool rnn = d.op >= uint16_t(ProblemOp::kRnn) && d.op <= uint16_t(ProblemOp::kRnnBwdWeights);
+  for (int i = 0; i < d.n_params && i < kProblemMaxParams; ++i) {
+    if (rnn && (i == 7 || i == 8)) continue;  // sequence length and batch
+    h.add(d.params[i]);
+  }
+  return h.h | 1;
+}
+
 }  // namespace cuprobe::trace

@@ -10,28 +10,13 @@
 #include <regex>
 #include <sstream>
 
+#include "support/frontend_search.h"
 #include "support/run.h"
 
 namespace cuprobe::test {
 namespace {
 
 using nlohmann::json;
-
-// "search conv_fwd batch=8 mode=benchmark winner_engine=5 candidates=1" lines of frontend_search.
-struct Pick {
-  std::string kind;
-  int batch, winner, candidates;
-};
-std::vector<Pick> picks(const std::string& out) {
-  std::vector<Pick> v;
-  std::regex re(R"(search (\w+) batch=(\d+) mode=\w+ winner_engine=(-?\d+) candidates=(\d+))");
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, re)) v.push_back({m[1], std::stoi(m[2]), std::stoi(m[3]), std::stoi(m[4])});
-  }
-  return v;
-}
 
 std::string read(const std::string& path) {
   std::ifstream in(path);

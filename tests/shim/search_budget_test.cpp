@@ -12,27 +12,13 @@
 #include <set>
 #include <sstream>
 
+#include "support/frontend_search.h"
 #include "support/run.h"
 
 namespace cuprobe::test {
 namespace {
 
 using nlohmann::json;
-
-struct Pick {
-  std::string kind;
-  int batch, winner, candidates;
-};
-std::vector<Pick> picks(const std::string& out) {
-  std::vector<Pick> v;
-  std::regex re(R"(search (\w+) batch=(\d+) mode=\w+ winner_engine=(-?\d+) candidates=(\d+))");
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, re)) v.push_back({m[1], std::stoi(m[2]), std::stoi(m[3]), std::stoi(m[4])});
-  }
-  return v;
-}
 
 std::vector<std::string> search_cmd(std::vector<std::string> extra) {
   std::vector<std::string> a = {program("frontend_search")};
