@@ -32,6 +32,7 @@
 #include "process_info.h"
 #include "recorder.h"
 #include "safe_files.h"
+#include "search_budget.h"
 
 namespace cuprobe::shim {
 
@@ -221,14 +222,17 @@ void alert_new_problem() {
   }
   shim_unlock(LockRank::kAlerts);
   if (!storm) return;
-  char text[512];
+  // The cure that needs no code change, or that it is already at work (search_budget.h).
+  const char* cure = g_budget_on ? "; the search budget in force gives new problems past it cuDNN's heuristic plan"
+                                 : "; cuprobe record --search-budget 5% keeps searches within 5% of the job's time";
+  char text[640];
   snprintf(text, sizeof text,
            "new cuDNN problems keep arriving: %llu of %llu in the last %.*f s of the %.*f s since the first (input "
            "shapes, or a batch dimension such as a count of proposals, still changing; with cudnn.benchmark on each is "
-           "a new search: a re-search storm if it goes on)",
+           "a new search: a re-search storm if it goes on%s)",
            static_cast<unsigned long long>(late), static_cast<unsigned long long>(total),
            since < 20'000'000'000ull ? 1 : 0, double(since) / 2e9, since < 20'000'000'000ull ? 1 : 0,
-           double(since) / 1e9);
+           double(since) / 1e9, cure);
   emit(kStorm, text);
 }
 

@@ -117,6 +117,20 @@ TEST(Alerts, NewProblemsThatKeepArrivingAreAStorm) {
       lines[0].find("since the first (input shapes, or a batch dimension such as a count of proposals, still changing"),
       std::string::npos)
       << lines[0];
+  EXPECT_NE(lines[0].find("cuprobe record --search-budget 5% keeps searches within 5% of the job's time)"),
+            std::string::npos)
+      << lines[0];
+  // Under a budget the alert says the budget is at work instead.
+  RunResult cured =
+      record(fresh_dir("alerts-storm-budget"),
+             {build_path("examples/simulated_storm"), "--benchmark", "--bwd", "--shapes", "40", "--steps", "20"},
+             slow_engines({{"CUPROBE_ALERTS_STORM_S", "1"}}), {"-q", "--search-budget", "5"});
+  ASSERT_EQ(cured.status, 0) << cured.err;
+  auto cured_lines = alert_lines(cured.err);
+  ASSERT_FALSE(cured_lines.empty()) << cured.err;
+  EXPECT_NE(cured_lines[0].find("the search budget in force gives new problems past it cuDNN's heuristic plan)"),
+            std::string::npos)
+      << cured_lines[0];
 
   // Eight shapes searched once, then run again and again (as buckets do): every problem comes in
   // the first pass, none later; no alert, however long the job runs.
