@@ -9,7 +9,6 @@
 #include "search_budget.h"
 
 #include <cudnn.h>
-#include <stdio.h>
 
 #include "capture_cudnn_detail.h"
 #include "clock.h"
@@ -47,8 +46,6 @@ struct Clock {
   uint64_t hash;   // the problem, 0: none open
   uint64_t start;  // mono_ns
   uint64_t last;   // the latest call of the selection
-  uint64_t exec_start;
-  const void* exec_plan;
   const void* executed[kRemembered];
   uint8_t n_executed;
   uint8_t timed;           // a cudaEventElapsedTime came: a benchmark search
@@ -62,8 +59,11 @@ struct Clock {
 };
 __thread Clock t_clock __attribute__((tls_model("initial-exec")));
 
+// The child's searches and shapes are its own.
 void clock_after_fork() {
   t_clock = Clock{};
+  __atomic_store_n(&g_dynamic, false, __ATOMIC_RELAXED);
+  for (Layer& l : g_layers) l = Layer{};
   __atomic_store_n(&g_search_ns, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&g_searches, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&g_first_ns, 0, __ATOMIC_RELAXED);
@@ -193,7 +193,6 @@ void budget_finalize_after(ThreadState& t, void* plan_desc, int status) {
 void budget_execute_before(void* plan_desc) {
   Clock& c = t_clock;
   if (c.hash == 0) return;
-  uint64_t now = mono_ns();
   DescEntry* e = desc_find(plan_desc);
   if (e == nullptr || e->kind != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR || e->u.plan.problem_hash != c.hash) {
     close_clock();  // another problem's plan runs: the selection is over
@@ -204,19 +203,18 @@ void budget_execute_before(void* plan_desc) {
   bool ran_before = false;
   for (int i = 0; i < c.n_executed && !ran_before; ++i) ran_before = c.executed[i] == plan_desc;
   if (!timed_run && ran_before && c.timed) {
-    c.last = now;  // the winner's first real run: the search ends where it begins
+    c.last = mono_ns();  // the winner's first real run: the search ends where it begins
     close_clock();
     return;
   }
   if (!ran_before && c.n_executed < kRemembered) c.executed[c.n_executed++] = plan_desc;
-  c.exec_plan = plan_desc;
-  c.exec_start = now;
 }
 
+// A candidate's run ends: the selection lasts at least until here (a run that closed it left no
+// selection open).
 void budget_execute_after() {
   Clock& c = t_clock;
-  if (c.hash != 0 && c.exec_plan != nullptr) c.last = mono_ns();
-  c.exec_plan = nullptr;
+  if (c.hash != 0) c.last = mono_ns();
 }
 
 void budget_event(BudgetEvent what) {
@@ -252,7 +250,9 @@ void budget_legacy_answered(ThreadState& t, uint32_t problem, uint64_t hash, int
 void budget_legacy_searched() {
   Clock& c = t_clock;
   uint64_t now = mono_ns();
-  if (c.legacy && !c.budgeted && now > c.start) add_search(now - c.start);
+  // Only a Find the shim did not answer gets here: it searched, even one the budget meant to
+  // answer when cudnnGet*_v7 failed.
+  if (c.legacy && now > c.start) add_search(now - c.start);
   t_clock = Clock{};
 }
 
