@@ -402,7 +402,7 @@ void write_pin_property() {
 bool pin_names(uint64_t hash) { return any_pin(hash); }
 
 void write_pin_record(ThreadState& t, trace::PinOutcome o, uint32_t problem, uint64_t hash, int64_t engine,
-                      uint32_t knobs, uint32_t flags, float pinned_ms, float search_ms) {
+                      uint32_t knobs, uint32_t flags, float pinned_ms, float search_ms, float replaced_ms) {
   if (t.chunk == nullptr) return;
   constexpr uint32_t kSize = sizeof(trace::PinRecord);
   char* p = reserve_kept(t, kSize);
@@ -418,6 +418,8 @@ void write_pin_record(ThreadState& t, trace::PinOutcome o, uint32_t problem, uin
   r->flags = flags;
   r->pinned_ms = pinned_ms;
   r->search_ms = search_ms;
+  r->replaced_ms = replaced_ms;
+  r->reserved = 0;
   commit_kept(t, kSize);
 }
 

@@ -66,6 +66,6 @@ void pin_mark_call(FaultHit* hit);
 bool pin_names(uint64_t hash);
 // One PinRecord (the search budget writes its own selections as kBudgeted ones).
 void write_pin_record(ThreadState& t, trace::PinOutcome o, uint32_t problem, uint64_t hash, int64_t engine,
-                      uint32_t knobs, uint32_t flags, float pinned_ms, float search_ms);
+                      uint32_t knobs, uint32_t flags, float pinned_ms, float search_ms, float replaced_ms = -1);
 
 }  // namespace cuprobe::shim

@@ -896,6 +896,8 @@ class JsonlTrace : public Trace {
     p.answered = boolean(j, "answered");
     p.pinned_ms = dbl(j, "pinned_ms", -1);
     p.search_ms = dbl(j, "search_ms", -1);
+    p.replaced_ms = dbl(j, "replaced_ms", -1);
+    p.moved = boolean(j, "moved");
     b_.pin(p);
   }
 

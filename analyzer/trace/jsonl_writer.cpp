@@ -46,6 +46,8 @@ void write_pin_line(JsonLine& j, const PinLine& p, std::FILE* out) {
   if (p.answered) j.raw("answered", "true");
   if (p.pinned_ms >= 0) j.raw("pinned_ms", fmt::format("{:.4f}", p.pinned_ms));
   if (p.search_ms >= 0) j.raw("search_ms", fmt::format("{:.3f}", p.search_ms));
+  if (p.replaced_ms >= 0) j.raw("replaced_ms", fmt::format("{:.4f}", p.replaced_ms));
+  if (p.moved) j.raw("moved", "true");
   j.end(out);
 }
 

@@ -41,6 +41,8 @@ struct PinLine {
   bool answered = false;
   double pinned_ms = -1;  // -1: not written
   double search_ms = -1;
+  double replaced_ms = -1;  // searched-later: the budgeted plan's time per run
+  bool moved = false;       // searched-later: another plan replaced the budgeted one
 };
 void write_pin_line(JsonLine& j, const PinLine& p, std::FILE* out);
 

@@ -626,7 +626,8 @@ void TraceFile::resolve_after_scan(const trace::FileHeader& hdr, std::vector<std
     crashes_.push_back(c);
   }
   raw_crashes_.clear();
-  for (const auto& [tid, rec] : raw_pins_) {
+  for (const auto& [tid, r] : raw_pins_) {
+    const trace::PinRecord* rec = &r;
     PinEvent p;
     p.tid = tid;
     p.ts_ns = clock_.to_ns(rec->ticks);
@@ -640,6 +641,8 @@ void TraceFile::resolve_after_scan(const trace::FileHeader& hdr, std::vector<std
     p.answered = (rec->flags & trace::kPinHeuristicsAnswered) != 0;
     p.pinned_ms = rec->pinned_ms;
     p.search_ms = rec->search_ms;
+    p.replaced_ms = rec->replaced_ms;
+    p.moved = (rec->flags & trace::kPinMoved) != 0;
     pins_.push_back(p);
   }
   raw_pins_.clear();
@@ -1161,11 +1164,15 @@ void TraceFile::read_anchor(const RecordAt& at) {
 }
 
 void TraceFile::read_pin(const RecordAt& at) {
-  if (at.size != sizeof(trace::PinRecord)) {
+  // Older traces wrote the record without replaced_ms.
+  if (at.size != sizeof(trace::PinRecord) && at.size != trace::kPinRecordV1Size) {
     damaged("pin records of the wrong size", at.chunk, at.off);
     return;
   }
-  raw_pins_.emplace_back(at.tid, reinterpret_cast<const trace::PinRecord*>(at.rec));
+  trace::PinRecord r{};
+  r.replaced_ms = -1;
+  std::memcpy(&r, at.rec, at.size);
+  raw_pins_.emplace_back(at.tid, r);
 }
 
 void TraceFile::read_crash(const RecordAt& at) {

@@ -125,6 +125,10 @@ struct PinEvent {
   bool answered = false;  // the shim answered the selection's heuristics query with the pinned configuration
   double pinned_ms = -1;  // the pinned plan's time in the plan file
   double search_ms = -1;  // what its search took in the run the plan file came from
+  // kSearchedLater (search budget): the budgeted plan's time per run (pinned_ms: the plan now
+  // running; search_ms: what the deferred search took), and whether the plan changed.
+  double replaced_ms = -1;
+  bool moved = false;
 };
 
 // A cuDNN handle the process created, and the device it was created on.
@@ -528,7 +532,7 @@ class TraceFile : public Trace {
   Clock clock_;
   std::vector<std::pair<uint32_t, const trace::CrashRecord*>> raw_crashes_;  // (tid, record)
   std::vector<uint32_t> raw_env_;  // string ids of Property::kEnvironment records
-  std::vector<std::pair<uint32_t, const trace::PinRecord*>> raw_pins_;       // (tid, record)
+  std::vector<std::pair<uint32_t, trace::PinRecord>> raw_pins_;  // (tid, record)
   std::vector<RawCount> raw_counts_;
   std::vector<std::pair<uint32_t, const trace::CallRecord*>> maybe_handles_;  // (tid, record) before the API table
   std::vector<std::pair<uint32_t, trace::PyFrame>> raw_python_;  // (stack id, frame) until strings are known

@@ -476,6 +476,8 @@ void print_tail(const reader::Trace& t, JsonLine& j) {
     l.answered = p.answered;
     l.pinned_ms = p.pinned_ms;
     l.search_ms = p.search_ms;
+    l.replaced_ms = p.replaced_ms;
+    l.moved = p.moved;
     jsonl::write_pin_line(j, l, stdout);
   }
   for (const auto& c : t.crashes()) {

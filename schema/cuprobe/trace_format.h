@@ -447,11 +447,18 @@ enum class PinOutcome : uint32_t {
   // are the plan it ended on, `search_ms` what a search was expected to cost (the mean of the
   // process's searches so far), `pinned_ms` the searches' share of the job's time then (percent).
   kBudgeted = 9,
-  kCount = 10,
+  // The search budget searched a budgeted problem later, when its plan had run kDeferRuns times
+  // and the budget allowed (a deferred search): the shim timed the candidates the application had
+  // asked for (its filters passed) that fit the budgeted plan's workspace, on the application's own
+  // data, and runs the fastest in place of the budgeted plan from then on. `engine` and `knobs`:
+  // the plan now running; `pinned_ms` its time per run, `replaced_ms` the budgeted plan's,
+  // `search_ms` what the deferred search took; flag kPinMoved when the plan changed.
+  kSearchedLater = 10,
+  kCount = 11,
 };
 inline constexpr const char* kPinOutcomeNames[] = {"?",         "pinned",      "not-offered",     "skipped",
                                                    "other-gpu", "other-cudnn", "other-alignment", "pinned-failed",
-                                                   "broken",    "budgeted"};
+                                                   "broken",    "budgeted",    "searched-later"};
 struct PinRecord {
   RecordHeader h;
   uint32_t outcome;     // PinOutcome
@@ -460,13 +467,18 @@ struct PinRecord {
   uint64_t ticks;
   int64_t engine;       // the pinned engine (backend) or algorithm (legacy); -1 when none applies
   uint32_t knobs;       // the pinned knob set's id when the selection ended on it, else 0
-  uint32_t flags;       // kPinLegacy, kPinHeuristicsAnswered
+  uint32_t flags;       // kPinLegacy, kPinHeuristicsAnswered, kPinMoved
   float pinned_ms;      // the pinned plan's time as the plan file measured it, -1 unknown
   float search_ms;      // what the search it replaces took in the run the file came from, -1 unknown
+  float replaced_ms;    // kSearchedLater: the budgeted plan's time per run; else -1 (absent from traces written before
+                        // 56-byte records)
+  uint32_t reserved;
 };
-static_assert(sizeof(PinRecord) == 56);
+static_assert(sizeof(PinRecord) == 64);
+inline constexpr uint16_t kPinRecordV1Size = 56;       // written before replaced_ms (read as -1)
 inline constexpr uint32_t kPinLegacy = 1;              // a legacy Find/Get selection
 inline constexpr uint32_t kPinHeuristicsAnswered = 2;  // the shim answered the heuristics query itself
+inline constexpr uint32_t kPinMoved = 4;               // kSearchedLater: another plan replaced the budgeted one
 
 // One rule of the fault plan the process ran under. index kFaultRuleSlots - 1 is the memory
 // cap (name "mem-cap", text the cap as given). Text: the name, then the rule as written.

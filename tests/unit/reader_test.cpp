@@ -560,6 +560,37 @@ TEST_F(HandBuiltTrace, RecordsOfAnUnknownTypeAreCounted) {
   EXPECT_TRUE(mentions((*t)->diagnostics(), "records of a type this cuprobe does not know")) << joined((*t)->diagnostics());
 }
 
+TEST_F(HandBuiltTrace, PinRecordsOfBothLayoutsAreReadAndAnotherSizeIsDamage) {
+  add_process(std::string("train\0", 6));
+  auto pin = [&](uint16_t size, trace::PinOutcome outcome) {
+    trace::PinRecord r{};
+    r.h = trace::make_header(trace::RecordType::kPin, size);
+    r.outcome = uint32_t(outcome);
+    r.problem_hash = 0xabc;
+    r.ticks = 2500;
+    r.engine = 5;
+    r.flags = trace::kPinMoved;
+    r.pinned_ms = 0.5f;
+    r.search_ms = 3.0f;
+    r.replaced_ms = 0.75f;
+    std::memcpy(append(1, size), &r, std::min<size_t>(size, sizeof r));
+  };
+  pin(trace::kPinRecordV1Size, trace::PinOutcome::kBudgeted);  // written before replaced_ms existed
+  pin(sizeof(trace::PinRecord), trace::PinOutcome::kSearchedLater);
+  pin(48, trace::PinOutcome::kPinned);
+  auto t = reader::TraceFile::open(write());
+  ASSERT_TRUE(t) << t.error().message;
+  const auto& pins = (*t)->pins();
+  ASSERT_EQ(pins.size(), 2u);
+  EXPECT_EQ(pins[0].outcome, trace::PinOutcome::kBudgeted);
+  EXPECT_EQ(pins[0].replaced_ms, -1) << "the old layout has no replaced_ms";
+  EXPECT_EQ(pins[1].outcome, trace::PinOutcome::kSearchedLater);
+  EXPECT_EQ(pins[1].replaced_ms, 0.75);
+  EXPECT_TRUE(pins[1].moved);
+  EXPECT_EQ(pins[1].engine, 5);
+  EXPECT_TRUE(mentions((*t)->diagnostics(), "pin records of the wrong size")) << joined((*t)->diagnostics());
+}
+
 TEST_F(HandBuiltTrace, AMisnumberedChunkIsReported) {
   add_process(std::string("train\0", 6));
   add_call(2000, 0x1000, 64);
