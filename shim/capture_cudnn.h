@@ -98,12 +98,14 @@ struct Capture<ApiId::cudnnBackendDestroyDescriptor> {
   }
 };
 
-// A configuration plan pinning filled takes the shim's own descriptors with it.
+// A configuration plan pinning filled takes the shim's own descriptors with it; so does a plan the
+// search budget keeps a deferred search for.
 template <>
 struct Steer<ApiId::cudnnBackendDestroyDescriptor> {
   static constexpr bool kOn = true;
   static bool before(ThreadState&, cudnnStatus_t*, FaultHit*, cudnnBackendDescriptor_t d) {
     pin_destroy_before(d);
+    if (g_budget_on) budget_destroy_before(d);
     return false;
   }
   static void after(ThreadState&, cudnnStatus_t r, cudnnBackendDescriptor_t) { pin_destroy_after(int(r)); }
@@ -284,14 +286,20 @@ struct Capture<ApiId::cudnnBackendExecute> {
 };
 
 // A pinned plan that fails for real is not steered to again in this process. The search budget
-// times benchmark searches by their plans' runs.
+// times benchmark searches by their plans' runs, and runs a deferred search's winner in place of
+// the budgeted plan it replaced.
 template <>
 struct Steer<ApiId::cudnnBackendExecute> {
   static constexpr bool kOn = true;
+  static constexpr bool kRewrites = true;
   static bool before(ThreadState&, cudnnStatus_t*, FaultHit*, cudnnHandle_t, cudnnBackendDescriptor_t plan,
                      cudnnBackendDescriptor_t) {
     if (g_budget_on) budget_execute_before(plan);
     return false;
+  }
+  static void rewrite(ThreadState& t, cudnnHandle_t& h, cudnnBackendDescriptor_t& plan,
+                      cudnnBackendDescriptor_t& pack) {
+    if (g_budget_on) budget_execute_rewrite(t, h, &plan, pack);
   }
   static void after(ThreadState& t, cudnnStatus_t r, cudnnHandle_t, cudnnBackendDescriptor_t plan,
                     cudnnBackendDescriptor_t) {

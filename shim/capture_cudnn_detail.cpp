@@ -110,8 +110,17 @@ Role op_role(int kind, cudnnBackendAttributeName_t name) {
   }
 }
 
-void set_op_attribute(DescEntry& e, cudnnBackendAttributeName_t name, const void* el) {
+void set_op_attribute(DescEntry& e, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
+                      const void* el) {
   OpState& op = e.u.op;
+  if (name == CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA || name == CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA ||
+      name == CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA) {
+    double beta = type == CUDNN_TYPE_DOUBLE  ? element<double>(el, 0)
+                  : type == CUDNN_TYPE_FLOAT ? element<float>(el, 0)
+                                             : 1;
+    op.accumulates = beta != 0;
+    return;
+  }
   if (e.kind == CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR && name == CUDNN_ATTR_OPERATION_NORM_FWD_MODE) {
     op.mode = element<int32_t>(el, 0);
     return;
@@ -323,6 +332,8 @@ EngineCfgState* plan_cfg(PlanState& plan) {
   return &c;
 }
 
+uint32_t cfg_knobs_id(const EngineCfgState& cfg) { return knobs_id(cfg.knobs); }
+
 BackendFns backend_fns() {
   return BackendFns{
       reinterpret_cast<decltype(&::cudnnBackendCreateDescriptor)>(real_function(ApiId::cudnnBackendCreateDescriptor)),
@@ -413,10 +424,14 @@ void mirror_set_attribute(DescEntry& e, cudnnBackendAttributeName_t name, cudnnB
         for (int i = 0; i < n; ++i) ptrs[i] = element<void*>(el, i);
         e.u.pack.n_pointers = uint32_t(count);
         e.u.pack.min_alignment = min_alignment(ptrs, n);
+        e.u.pack.aliased = 0;
+        for (int i = 0; i < n; ++i) {
+          for (int j = i + 1; j < n; ++j) e.u.pack.aliased |= ptrs[i] != nullptr && ptrs[i] == ptrs[j];
+        }
       }
       return;
     default:
-      if (is_op_kind(e.kind)) set_op_attribute(e, name, el);
+      if (is_op_kind(e.kind)) set_op_attribute(e, name, type, el);
       return;
   }
 }

@@ -52,6 +52,8 @@ BackendFns backend_fns();
 // The engine configuration a plan is built from, with its engine index and problem resolved
 // (asking cuDNN when heuristics filled it); nullptr when the plan has none the mirror knows.
 EngineCfgState* plan_cfg(PlanState& plan);
+// The interned id of a configuration's knob set (what a plan built from it records).
+uint32_t cfg_knobs_id(const EngineCfgState& cfg);
 const DescEntry* graph_of_heur(const DescEntry* heur);
 // The problem of a heuristics query's operation graph.
 ProblemLink heur_problem(const DescEntry& heur);

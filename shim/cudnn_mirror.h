@@ -62,6 +62,7 @@ struct ConvState {
 inline constexpr int kOpOutput = 3;
 struct OpState {
   int32_t mode;
+  uint8_t accumulates;  // a convolution whose beta is not 0: its output is read as well as written
   void* conv;  // the auxiliary descriptor: convolution, pointwise, matmul or reduction
   void* tensors[4];
 };
@@ -128,12 +129,14 @@ struct PlanState {
   uint32_t behavior;
   int64_t min_alignment;
   uint32_t executions;  // cudnnBackendExecute calls of this plan (the flight recorder keeps the first few)
+  uint16_t deferred;    // the search budget's deferred-search slot of this plan + 1 (search_budget.cpp), 0 none
 };
 
 struct VariantPackState {
   void* workspace;
   uint32_t n_pointers;
   uint32_t min_alignment;  // smallest power-of-two alignment of the data pointers
+  uint8_t aliased;         // two of the data pointers are the same buffer
 };
 
 struct PoolingState {

@@ -52,7 +52,10 @@
 //  5. steer     Plan pinning and the search budget, only for a call no rule replaced: Steer::before
 //               may answer it itself (a failed-fast candidate, a pinned heuristics answer, a
 //               budgeted legacy search), recorded with the answer's
-//               own duration and a fault word naming kPinFaultRule (steer_before).
+//               own duration and a fault word naming kPinFaultRule (steer_before). A Steer with
+//               kRewrites may then change the call's arguments (the search budget runs a deferred
+//               search's winner in place of the plan it replaced); the call and its record see
+//               the new ones.
 //  6. call      The real function, exactly once, timed; t.inflight_api names it meanwhile for a
 //               crash record.
 //  7. settle    What the application gets is made final before anything reads it: the runtime's
@@ -176,6 +179,12 @@ struct Steer {
   static constexpr bool kOn = false;
 };
 
+// Whether a Steer also rewrites the call's arguments (static void rewrite(ThreadState&, A&...)).
+template <typename S>
+concept SteerRewrites = requires {
+  S::kRewrites;
+};
+
 // Whether a kFields string has a field of type `type` ('q' problem, 'k' knobs, 'r' results: ids of
 // records the capture may write on the spot).
 constexpr bool has_field_type(const char* fields, char type) {
@@ -274,6 +283,9 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     }
     if constexpr (Steer<kSig>::kOn) {  // 5. steer
       if (__builtin_expect(g_steer_on, 0) && steer_before(t, &hit, &answer, a...)) return leave(t, answer);
+      if constexpr (SteerRewrites<Steer<kSig>>) {
+        if (__builtin_expect(g_steer_on, 0) && hit.rule < 0) Steer<kSig>::rewrite(t, a...);
+      }
     }
     t.inflight_api = uint16_t(kApi);  // 6. call
     uint64_t start = now_ticks();

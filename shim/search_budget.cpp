@@ -8,13 +8,16 @@
 // that only makes them is never budgeted. A legacy cudnnFind* call is a search of its own length.
 #include "search_budget.h"
 
+#include <cuda_runtime_api.h>
 #include <cudnn.h>
+#include <sys/mman.h>
 
 #include "capture_cudnn_detail.h"
 #include "clock.h"
 #include "env_config.h"
 #include "fork.h"
 #include "plan_pins.h"
+#include "resolve.h"
 
 namespace cuprobe::shim {
 
@@ -56,6 +59,7 @@ struct Clock {
   float share_pct;         // budgeted: the searches' share of the job's time when it was decided
   float expected_ms;       // budgeted: what a search was expected to cost
   const void* candidate;   // budgeted: the plan being finalized
+  uint16_t slot;           // budgeted and deferrable: its deferred-search slot + 1
 };
 __thread Clock t_clock __attribute__((tls_model("initial-exec")));
 
@@ -75,10 +79,313 @@ void add_search(uint64_t ns) {
   __atomic_add_fetch(&g_searches, 1, __ATOMIC_RELAXED);
 }
 
+// ---- Deferred searches ----------------------------------------------------------------------
+//
+// A budgeted selection of a plain convolution (one operation whose beta is 0, a variant pack
+// without aliased buffers) keeps copies of the configurations the application asked to build
+// after the first: what passed the application's own filters (determinism, TF32). The copies are
+// the shim's own descriptors, filled by cuDNN from the application's (engine and knob choices), so
+// they outlive the selection. Once the budgeted plan has run kDeferRuns times and one more search
+// of the mean length fits the budget, its next run is preceded by the search: each copy's plan is
+// built on the run's handle, those whose workspace fits the budgeted plan's (the workspace the
+// application gives every run) are timed with the budgeted plan on the run's own variant pack
+// (the output is written, then overwritten by the run itself), and the fastest runs in place of
+// the budgeted plan from then on (the hooks' rewrite step), registered in the mirror so that its
+// runs are recorded as its own. The search counts against the budget like any other.
+
+constexpr uint32_t kDeferRuns = 3;  // runs of a budgeted plan before its problem may be searched later
+constexpr uint32_t kSlots = 1024;   // budgeted problems waiting for a deferred search at once
+constexpr int kCopies = 8;          // configurations kept per problem
+constexpr int kCopyKnobs = 16;      // knob choices a copy can hold (a configuration with more is not kept)
+constexpr int kTimedRuns = 3;       // timed runs per plan, after one untimed
+
+enum SlotState : uint32_t { kFree, kFilling, kWaiting, kSearching, kDone };
+
+struct Copy {
+  void* cfg;
+  void* engine;
+  void* knobs[kCopyKnobs];
+  int64_t engine_index;
+  uint32_t knobs_id;
+  uint8_t n_knobs;
+};
+
+struct Deferred {
+  uint32_t state;
+  uint32_t runs;
+  const void* plan;    // the application's budgeted plan
+  void* winner;        // the shim's plan that runs in its place, nullptr none
+  const void* handle;  // the handle `winner` was built on
+  uint8_t n;
+  Copy copies[kCopies];
+};
+
+Deferred* g_slots;
+uint32_t g_slots_live;
+
+Deferred* slots() {
+  Deferred* s = __atomic_load_n(&g_slots, __ATOMIC_ACQUIRE);
+  if (s != nullptr) return s;
+  void* mem = mmap(nullptr, sizeof(Deferred) * kSlots, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return nullptr;
+  Deferred* expected = nullptr;
+  if (__atomic_compare_exchange_n(&g_slots, &expected, static_cast<Deferred*>(mem), false, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE)) {
+    return static_cast<Deferred*>(mem);
+  }
+  munmap(mem, sizeof(Deferred) * kSlots);
+  return expected;
+}
+
+// A free slot for a budgeted selection (index + 1), 0 when none is free.
+uint16_t claim_slot() {
+  Deferred* s = slots();
+  if (s == nullptr) return 0;
+  for (uint32_t i = 0; i < kSlots; ++i) {
+    uint32_t expected = kFree;
+    if (__atomic_compare_exchange_n(&s[i].state, &expected, kFilling, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+      s[i].runs = 0;
+      s[i].plan = nullptr;
+      s[i].winner = nullptr;
+      s[i].handle = nullptr;
+      s[i].n = 0;
+      __atomic_add_fetch(&g_slots_live, 1, __ATOMIC_RELAXED);
+      return uint16_t(i + 1);
+    }
+  }
+  return 0;
+}
+
+void destroy_copy(const BackendFns& b, Copy& c) {
+  if (c.cfg != nullptr) b.destroy(c.cfg);
+  if (c.engine != nullptr) b.destroy(c.engine);
+  for (uint8_t k = 0; k < c.n_knobs; ++k) b.destroy(c.knobs[k]);
+  c = Copy{};
+}
+
+// Everything the slot holds goes, the plan it names forgets it, and the slot is free again.
+void release_slot(uint16_t slot) {
+  Deferred* s = slots();
+  if (s == nullptr || slot == 0) return;
+  Deferred& d = s[slot - 1];
+  BackendFns b = backend_fns();
+  for (uint8_t i = 0; i < d.n; ++i) destroy_copy(b, d.copies[i]);
+  d.n = 0;
+  if (d.winner != nullptr) {
+    desc_destroy(d.winner);
+    b.destroy(d.winner);
+    d.winner = nullptr;
+  }
+  if (d.plan != nullptr) {
+    DescEntry* e = desc_find(d.plan);
+    if (e != nullptr && e->kind == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR && e->u.plan.deferred == slot)
+      e->u.plan.deferred = 0;
+    d.plan = nullptr;
+  }
+  __atomic_store_n(&d.state, kFree, __ATOMIC_RELEASE);
+  __atomic_sub_fetch(&g_slots_live, 1, __ATOMIC_RELAXED);
+}
+
+// Whether a heuristics query's problem is one a deferred search may rerun: one convolution that
+// only writes its output.
+bool deferrable(void* heur_desc) {
+  const DescEntry* g = graph_of_heur(desc_find(heur_desc));
+  if (g == nullptr || g->kind != CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR || g->u.graph.n_ops != 1) return false;
+  const DescEntry* op = desc_find(g->u.graph.ops[0]);
+  if (op == nullptr) return false;
+  bool conv = op->kind == CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR ||
+              op->kind == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR ||
+              op->kind == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
+  return conv && !op->u.op.accumulates;
+}
+
+// A copy of the application's configuration `cfg_desc` (a candidate the budget fails fast) in
+// descriptors of the shim's own, filled by cuDNN: false when one cannot be made.
+bool copy_config(const BackendFns& b, void* cfg_desc, const EngineCfgState& state, Copy& c) {
+  c = Copy{};
+  c.engine_index = state.engine_index;
+  c.knobs_id = cfg_knobs_id(state);
+  int64_t n = 0;
+  bool ok = b.create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &c.engine) == CUDNN_STATUS_SUCCESS &&
+            b.get(cfg_desc, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &c.engine) ==
+                CUDNN_STATUS_SUCCESS;
+  while (ok && c.n_knobs < kCopyKnobs) {
+    ok = b.create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &c.knobs[c.n_knobs]) == CUDNN_STATUS_SUCCESS;
+    if (ok) ++c.n_knobs;
+  }
+  int64_t knobs = 0;
+  // A configuration with as many knob choices as the copy holds may have more: not copied.
+  ok = ok &&
+       b.get(cfg_desc, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, kCopyKnobs, &knobs, c.knobs) ==
+           CUDNN_STATUS_SUCCESS &&
+       knobs >= 0 && knobs < kCopyKnobs;
+  if (ok) {
+    while (c.n_knobs > knobs) b.destroy(c.knobs[--c.n_knobs]);
+    ok = b.create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &c.cfg) == CUDNN_STATUS_SUCCESS &&
+         b.set(c.cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c.engine) ==
+             CUDNN_STATUS_SUCCESS &&
+         (c.n_knobs == 0 || b.set(c.cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                  int64_t(c.n_knobs), c.knobs) == CUDNN_STATUS_SUCCESS) &&
+         b.finalize(c.cfg) == CUDNN_STATUS_SUCCESS;
+  }
+  if (!ok) destroy_copy(b, c);
+  return ok;
+}
+
+// The CUDA runtime's functions a deferred search times plans with (the real ones: the shim's own
+// calls are not the application's and are not recorded).
+struct Timing {
+  cudaError_t (*create)(cudaEvent_t*);
+  cudaError_t (*record)(cudaEvent_t, cudaStream_t);
+  cudaError_t (*sync)(cudaEvent_t);
+  cudaError_t (*elapsed)(float*, cudaEvent_t, cudaEvent_t);
+  cudaError_t (*destroy)(cudaEvent_t);
+  cudaError_t (*last_error)();
+  cudaError_t (*capturing)(cudaStream_t, cudaStreamCaptureStatus*);
+  cudnnStatus_t (*get_stream)(cudnnHandle_t, cudaStream_t*);
+  cudnnStatus_t (*execute)(cudnnHandle_t, cudnnBackendDescriptor_t, cudnnBackendDescriptor_t);
+  bool ok() const { return create && record && sync && elapsed && destroy && last_error && get_stream && execute; }
+};
+
+Timing timing_fns() {
+  Timing f{};
+  f.create = reinterpret_cast<decltype(f.create)>(real_function(ApiId::cudaEventCreate));
+  f.record = reinterpret_cast<decltype(f.record)>(real_function(ApiId::cudaEventRecord));
+  f.sync = reinterpret_cast<decltype(f.sync)>(real_function(ApiId::cudaEventSynchronize));
+  f.elapsed = reinterpret_cast<decltype(f.elapsed)>(real_function(ApiId::cudaEventElapsedTime));
+  f.destroy = reinterpret_cast<decltype(f.destroy)>(real_function(ApiId::cudaEventDestroy));
+  f.last_error = reinterpret_cast<decltype(f.last_error)>(real_function(ApiId::cudaGetLastError));
+  f.capturing =
+      reinterpret_cast<decltype(f.capturing)>(resolve_in_library(trace::Library::kCudart, "cudaStreamIsCapturing"));
+  f.get_stream = reinterpret_cast<decltype(f.get_stream)>(real_function(ApiId::cudnnGetStream));
+  f.execute = reinterpret_cast<decltype(f.execute)>(real_function(ApiId::cudnnBackendExecute));
+  return f;
+}
+
+// One plan's time per run on the application's variant pack, -1 when it does not run.
+float time_plan(const Timing& f, cudnnHandle_t h, cudaStream_t s, void* plan, void* pack, cudaEvent_t a,
+                cudaEvent_t z) {
+  if (f.execute(h, plan, pack) != CUDNN_STATUS_SUCCESS) return -1;  // untimed: the first run warms up
+  if (f.record(a, s) != cudaSuccess) return -1;
+  for (int i = 0; i < kTimedRuns; ++i) {
+    if (f.execute(h, plan, pack) != CUDNN_STATUS_SUCCESS) return -1;
+  }
+  float ms = 0;
+  if (f.record(z, s) != cudaSuccess || f.sync(z) != cudaSuccess || f.elapsed(&ms, a, z) != cudaSuccess) return -1;
+  return ms / kTimedRuns;
+}
+
+// The deferred search of slot `d` before a run of its plan (`entry`) with `handle` and `pack`.
+void deferred_search(ThreadState& t, Deferred& d, DescEntry& entry, cudnnHandle_t handle, void* pack) {
+  uint64_t start = mono_ns();
+  BackendFns b = backend_fns();
+  Timing f = timing_fns();
+  const DescEntry* p = desc_find(pack);
+  cudaStream_t stream = nullptr;
+  if (!b.ok() || !f.ok() || p == nullptr || p->kind != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR || p->u.pack.aliased ||
+      f.get_stream(handle, &stream) != CUDNN_STATUS_SUCCESS) {
+    // Never: a run whose buffers overlap is not rerun.
+    __atomic_store_n(&d.state, kDone, __ATOMIC_RELEASE);
+    return;
+  }
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cudaError_t asked = f.capturing != nullptr ? f.capturing(stream, &capture) : cudaSuccess;
+  if (asked != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
+    // Not now: nothing runs inside a CUDA graph capture (or where the runtime cannot tell); a later
+    // run outside one may search.
+    if (asked != cudaSuccess) f.last_error();  // the shim's question is not the application's error
+    d.runs = 0;
+    __atomic_store_n(&d.state, kWaiting, __ATOMIC_RELEASE);
+    return;
+  }
+  const PlanState& budgeted = entry.u.plan;
+  void* plans[kCopies] = {};
+  int64_t spaces[kCopies] = {};
+  for (uint8_t i = 0; i < d.n; ++i) {
+    void* plan = nullptr;
+    int64_t ws = -1, n = 0;
+    bool built =
+        b.create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) == CUDNN_STATUS_SUCCESS &&
+        b.set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle) == CUDNN_STATUS_SUCCESS &&
+        b.set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &d.copies[i].cfg) ==
+            CUDNN_STATUS_SUCCESS &&
+        b.finalize(plan) == CUDNN_STATUS_SUCCESS &&
+        b.get(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws) == CUDNN_STATUS_SUCCESS &&
+        ws >= 0 && uint64_t(ws) <= budgeted.workspace;
+    if (built) {
+      plans[i] = plan;
+      spaces[i] = ws;
+    } else if (plan != nullptr) {
+      b.destroy(plan);
+    }
+  }
+  cudaEvent_t a = nullptr, z = nullptr;
+  float base = -1, best = -1;
+  int best_at = -1;
+  bool events = f.create(&a) == cudaSuccess && f.create(&z) == cudaSuccess;
+  if (events) {
+    base = time_plan(f, handle, stream, const_cast<void*>(d.plan), pack, a, z);
+    best = base;
+    for (uint8_t i = 0; base >= 0 && i < d.n; ++i) {
+      if (plans[i] == nullptr) continue;
+      float ms = time_plan(f, handle, stream, plans[i], pack, a, z);
+      if (ms >= 0 && ms < best) {
+        best = ms;
+        best_at = i;
+      }
+    }
+  }
+  if (a != nullptr) f.destroy(a);
+  if (z != nullptr) f.destroy(z);
+  if (!events || base < 0) f.last_error();  // the shim's own failure is not the application's error
+  for (uint8_t i = 0; i < d.n; ++i) {
+    if (plans[i] != nullptr && int(i) != best_at) b.destroy(plans[i]);
+  }
+  if (best_at >= 0) {
+    // The winner is recorded as the plan it is: the budgeted plan's problem, its own engine, knobs
+    // and workspace.
+    DescEntry* w = desc_create(plans[best_at], CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+    if (w == nullptr) {
+      b.destroy(plans[best_at]);
+      best_at = -1;
+      best = base;
+    } else {
+      w->finalized = 1;
+      w->u.plan = budgeted;
+      w->u.plan.cfg = nullptr;
+      w->u.plan.handle = handle;
+      w->u.plan.engine = d.copies[best_at].engine_index;
+      w->u.plan.knobs_id = d.copies[best_at].knobs_id;
+      w->u.plan.workspace = uint64_t(spaces[best_at]);
+      w->u.plan.executions = 0;
+      w->u.plan.deferred = 0;
+      d.winner = plans[best_at];
+      d.handle = handle;
+    }
+  }
+  uint64_t took = mono_ns() - start;
+  add_search(took);
+  if (base >= 0) {
+    bool moved = best_at >= 0;
+    write_pin_record(t, trace::PinOutcome::kSearchedLater, budgeted.problem_id, budgeted.problem_hash,
+                     moved ? d.copies[best_at].engine_index : budgeted.engine,
+                     moved ? d.copies[best_at].knobs_id : budgeted.knobs_id, moved ? trace::kPinMoved : 0, best,
+                     float(double(took) / 1e6), base);
+  }
+  __atomic_store_n(&d.state, kDone, __ATOMIC_RELEASE);
+}
+
 // Closes the thread's open selection, counting it when it was a benchmark search.
+// Closes the thread's open selection, counting it when it was a benchmark search. A budgeted
+// selection that left nothing to search later gives its slot back.
 void close_clock() {
   Clock& c = t_clock;
   if (c.hash != 0 && c.timed && !c.budgeted && c.last > c.start) add_search(c.last - c.start);
+  if (c.slot != 0) {
+    Deferred& d = slots()[c.slot - 1];
+    if (d.plan == nullptr || d.n == 0) release_slot(c.slot);
+    c.slot = 0;
+  }
   c.hash = 0;
 }
 
@@ -159,6 +466,7 @@ void budget_heuristics_query(void* heur_desc) {
   c.hash = link.hash;
   c.start = c.last = now;
   c.budgeted = begin_selection(now, link.hash, c);
+  if (c.budgeted && deferrable(heur_desc)) c.slot = claim_slot();
 }
 
 bool budget_finalize_before(ThreadState&, void* plan_desc, int* code, FaultHit* hit) {
@@ -174,6 +482,11 @@ bool budget_finalize_before(ThreadState&, void* plan_desc, int* code, FaultHit* 
     c.candidate = plan_desc;
     return false;
   }
+  // A later candidate: kept for a deferred search (the application's filters let it through).
+  if (c.slot != 0) {
+    Deferred& d = slots()[c.slot - 1];
+    if (d.n < kCopies && copy_config(backend_fns(), e->u.plan.cfg, *cfg, d.copies[d.n])) ++d.n;
+  }
   *code = CUDNN_STATUS_NOT_SUPPORTED;
   pin_mark_call(hit);
   return true;
@@ -187,6 +500,10 @@ void budget_finalize_after(ThreadState& t, void* plan_desc, int status) {
   c.built = 1;
   DescEntry* e = desc_find(plan_desc);
   if (e == nullptr) return;
+  if (c.slot != 0) {
+    slots()[c.slot - 1].plan = plan_desc;
+    e->u.plan.deferred = c.slot;
+  }
   write_budgeted(t, e->u.plan.problem_id, c.hash, e->u.plan.engine, e->u.plan.knobs_id, false);
 }
 
@@ -208,6 +525,35 @@ void budget_execute_before(void* plan_desc) {
     return;
   }
   if (!ran_before && c.n_executed < kRemembered) c.executed[c.n_executed++] = plan_desc;
+}
+
+void budget_execute_rewrite(ThreadState& t, void* handle, void** plan, void* pack) {
+  if (__atomic_load_n(&g_slots_live, __ATOMIC_RELAXED) == 0) return;
+  DescEntry* e = desc_find(*plan);
+  if (e == nullptr || e->kind != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR || e->u.plan.deferred == 0) return;
+  Deferred& d = slots()[e->u.plan.deferred - 1];
+  if (d.plan != *plan) return;
+  uint32_t state = __atomic_load_n(&d.state, __ATOMIC_ACQUIRE);
+  // Runs count once the selection is over (its own timing runs are not the job's).
+  if ((state == kFilling || state == kWaiting) && t_clock.slot != e->u.plan.deferred && d.n > 0 &&
+      ++d.runs >= kDeferRuns) {
+    float share = 0, expected = 0;
+    if (!over_budget(mono_ns(), &share, &expected) &&
+        __atomic_compare_exchange_n(&d.state, &state, kSearching, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+      deferred_search(t, d, *e, static_cast<cudnnHandle_t>(handle), pack);
+      state = kDone;
+    }
+  }
+  if (state == kDone && d.winner != nullptr && d.handle == handle) *plan = d.winner;
+}
+
+void budget_destroy_before(void* desc) {
+  if (__atomic_load_n(&g_slots_live, __ATOMIC_RELAXED) == 0) return;
+  DescEntry* e = desc_find(desc);
+  if (e == nullptr || e->kind != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR || e->u.plan.deferred == 0) return;
+  uint16_t slot = e->u.plan.deferred;
+  if (t_clock.slot == slot) t_clock.slot = 0;
+  release_slot(slot);
 }
 
 // A candidate's run ends: the selection lasts at least until here (a run that closed it left no

@@ -11,6 +11,11 @@
 //            sorted, with statuses and workspaces) instead of timing every algorithm.
 // Each such selection is one PinRecord with outcome kBudgeted.
 //
+// Deferred searches (backend, a plain convolution): a budgeted selection keeps copies of the
+// candidates the application asked for; once its plan has run kDeferRuns times and the budget
+// allows, the shim times them on the job's own data before a run and swaps the fastest in for the
+// rest of the process (one PinRecord kSearchedLater; search_budget.cpp says when it never does).
+//
 // Warm-up: every layer's first search runs. A fixed-shape job searches each layer once, in its
 // first step, and nothing then tells it apart from a storm's first step; the budget applies from
 // the first time a convolution layer (its weights, parameters and data types) is asked for a
@@ -46,6 +51,11 @@ bool budget_finalize_before(ThreadState& t, void* plan_desc, int* code, FaultHit
 void budget_finalize_after(ThreadState& t, void* plan_desc, int status);
 void budget_execute_before(void* plan_desc);
 void budget_execute_after();
+// Before a plan runs (the hooks' rewrite step): a budgeted plan due for its deferred search gets it
+// now; one a deferred search replaced becomes the winner (*plan).
+void budget_execute_rewrite(ThreadState& t, void* handle, void** plan, void* pack);
+// An execution plan the application destroys: its deferred search, if any, and the winner go.
+void budget_destroy_before(void* desc);
 // cudaEventRecord, cudaEventSynchronize and cudaEventElapsedTime on this thread: a benchmark
 // search times each candidate between two event records.
 enum class BudgetEvent { kRecord, kSync, kElapsed };

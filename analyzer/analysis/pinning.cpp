@@ -25,7 +25,9 @@ PinSummary pin_summary(const ProcessFacts& p) {
   }
   std::set<uint64_t> problems;
   for (const auto& e : t.pins()) {
-    if (e.outcome == trace::PinOutcome::kBudgeted) continue;  // the search budget's (search_budget.h)
+    if (e.outcome == trace::PinOutcome::kBudgeted || e.outcome == trace::PinOutcome::kSearchedLater) {
+      continue;  // the search budget's (search_budget.h)
+    }
     s.active = true;
     ++s.selections;
     const trace::PinOutcome outcome = e.outcome;

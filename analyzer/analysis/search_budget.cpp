@@ -17,6 +17,17 @@ BudgetSummary budget_summary(const ProcessFacts& p) {
   }
   std::set<uint64_t> problems;
   for (const auto& e : t.pins()) {
+    if (e.outcome == trace::PinOutcome::kSearchedLater) {
+      s.active = true;
+      ++s.searched_later;
+      s.searched_later_moved += e.moved;
+      if (e.search_ms > 0) s.searched_later_ms += e.search_ms;
+      if (e.replaced_ms >= 0 && e.pinned_ms >= 0) {
+        s.heuristic_run_ms += e.replaced_ms;
+        s.winner_run_ms += e.pinned_ms;
+      }
+      continue;
+    }
     if (e.outcome != trace::PinOutcome::kBudgeted) continue;
     s.active = true;
     ++s.budgeted;
@@ -39,6 +50,11 @@ BudgetSummary budget_summary(const ProcessFacts& p) {
   return s;
 }
 
+namespace {
+// "2.4 ms" under a second, "1.23 s" from there.
+std::string duration(double ms) { return ms < 1000 ? fmt::format("{:.1f} ms", ms) : fmt::format("{:.2f} s", ms / 1e3); }
+}  // namespace
+
 std::string budget_text(const BudgetSummary& s) {
   if (!s.active) return "";
   std::string out = fmt::format("search budget {:g}%: ", s.budget_pct);
@@ -51,13 +67,23 @@ std::string budget_text(const BudgetSummary& s) {
     if (s.budgeted_legacy > 0) out += fmt::format(" ({} of them legacy cudnnFind calls)", s.budgeted_legacy);
     out += fmt::format(", from a time the searches had taken {:.1f}% of the job's time; ", s.first_share_pct);
     out += fmt::format(
-        "about {:.2f} s of searching saved (each at the mean the process's searches had taken so far), "
-        "{:.2f} s spent choosing them",
-        s.expected_ms / 1e3, s.took_ms / 1e3);
+        "about {} of searching saved (each at the mean the process's searches had taken so far), "
+        "{} spent choosing them",
+        duration(s.expected_ms), duration(s.took_ms));
+  }
+  if (s.searched_later > 0) {
+    out += fmt::format("; {} searched later, when their plans kept running and the budget allowed ({})",
+                       s.searched_later, duration(s.searched_later_ms));
+    if (s.searched_later_moved > 0 && s.winner_run_ms > 0) {
+      out += fmt::format(": {} moved to a faster plan, the heuristic plans took {:.2f}x the winners' time per run",
+                         s.searched_later_moved, s.heuristic_run_ms / s.winner_run_ms);
+    } else {
+      out += ": cuDNN's heuristic choice was the fastest each time";
+    }
   }
   if (s.searches > 0 && s.job_ms > 0) {
-    out += fmt::format("; {} search{} ran, {:.2f} s, {:.1f}% of the job's time", s.searches,
-                       s.searches == 1 ? "" : "es", s.search_ms / 1e3, 100.0 * s.search_ms / s.job_ms);
+    out += fmt::format("; {} search{} ran, {}, {:.1f}% of the job's time", s.searches, s.searches == 1 ? "" : "es",
+                       duration(s.search_ms), 100.0 * s.search_ms / s.job_ms);
   }
   return out;
 }
@@ -75,6 +101,11 @@ nlohmann::json budget_json(const BudgetSummary& s) {
       {"budgeted_selections_s", s.took_ms / 1e3},
       {"searches", s.searches},
       {"searches_s", s.search_ms / 1e3},
+      {"searched_later", s.searched_later},
+      {"searched_later_moved", s.searched_later_moved},
+      {"searched_later_s", s.searched_later_ms / 1e3},
+      {"heuristic_over_winner",
+       s.winner_run_ms > 0 ? nlohmann::json(s.heuristic_run_ms / s.winner_run_ms) : nlohmann::json(nullptr)},
       {"searches_share_pct", s.job_ms > 0 ? nlohmann::json(100.0 * s.search_ms / s.job_ms) : nlohmann::json(nullptr)},
       {"text", budget_text(s)}};
 }

@@ -25,6 +25,15 @@ struct BudgetSummary {
   int searches = 0;             // benchmark searches that ran (steered ones aside)
   double search_ms = 0;         // their time
   double job_ms = 0;            // the job's span (its first cuDNN/CUDA work to its last event)
+  // Deferred searches: budgeted problems searched later, when their plans kept running and the
+  // budget allowed; of them, those a faster plan replaced, and what the budgeted plans cost per run
+  // against the winners (measured by the shim on the job's own data: the steady-state price of
+  // running on heuristic plans).
+  int searched_later = 0;
+  int searched_later_moved = 0;
+  double searched_later_ms = 0;  // what the deferred searches took
+  double heuristic_run_ms = 0;   // per run, summed over the problems searched later: the budgeted plans
+  double winner_run_ms = 0;      // ... and the plans that run now
 };
 
 BudgetSummary budget_summary(const ProcessFacts& p);

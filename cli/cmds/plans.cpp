@@ -280,8 +280,11 @@ size_t plans_of_runs(const std::vector<std::string>& runs, std::map<decltype(Pla
     for (auto& t : *traces) {
       analysis::ProcessFacts f = analysis::gather_facts(*t, analysis::FactOptions{});
       std::set<uint64_t> pinned;
+      std::map<uint64_t, const reader::PinEvent*> later;  // deferred searches of budgeted problems
       for (const auto& p : t->pins()) {
         if (p.outcome == trace::PinOutcome::kPinned) pinned.insert(p.problem_hash);
+        if (p.outcome == trace::PinOutcome::kSearchedLater && p.engine >= 0 && p.pinned_ms >= 0)
+          later[p.problem_hash] = &p;
       }
       auto prop = t->properties().find(uint32_t(trace::Property::kCudnnVersion));
       int64_t cudnn = prop == t->properties().end() ? 0 : prop->second;
@@ -308,7 +311,15 @@ size_t plans_of_runs(const std::vector<std::string>& runs, std::map<decltype(Pla
         p.workspace = c.workspace;
         p.notes = c.notes;
         p.mode = s.mode;
-        if (s.steered == trace::PinOutcome::kBudgeted) {
+        if (auto l = later.find(s.problem_hash); s.steered == trace::PinOutcome::kBudgeted && l != later.end()) {
+          // Searched later by the budget: the winner of the candidates the application allowed,
+          // timed on the job's data among those fitting the heuristic plan's workspace (which
+          // stays the workspace written: an upper bound). Its numerical notes were not recorded.
+          p.engine = l->second->engine;
+          p.knobs = l->second->knobs ? t->knobs_text(l->second->knobs) : "";
+          p.time_ms = l->second->pinned_ms;
+          if (p.engine != c.engine || p.knobs != c.knobs) p.notes = 0;
+        } else if (s.steered == trace::PinOutcome::kBudgeted) {
           // The search budget gave it cuDNN's heuristic choice: one candidate timed, not a
           // benchmark winner (a later run's search of the problem beats it when files merge).
           p.mode = reader::SearchMode::kHeuristic;

@@ -470,8 +470,8 @@ struct PinRecord {
   uint32_t flags;       // kPinLegacy, kPinHeuristicsAnswered, kPinMoved
   float pinned_ms;      // the pinned plan's time as the plan file measured it, -1 unknown
   float search_ms;      // what the search it replaces took in the run the file came from, -1 unknown
-  float replaced_ms;    // kSearchedLater: the budgeted plan's time per run; else -1 (absent from traces written before
-                        // 56-byte records)
+  float
+      replaced_ms;  // kSearchedLater: the budgeted plan's time per run, else -1 (older traces' records stop before it)
   uint32_t reserved;
 };
 static_assert(sizeof(PinRecord) == 64);

@@ -551,6 +551,16 @@ extern "C" __attribute__((visibility("default"))) cudaError_t cudaDeviceGetMemPo
   return cudaSuccess;
 }
 
+// Not hooked by the shim (the search budget asks it before a deferred search): FAKECUDA_CAPTURING=1
+// says every stream is capturing a CUDA graph.
+extern "C" __attribute__((visibility("default"))) cudaError_t cudaStreamIsCapturing(cudaStream_t,
+                                                                                    cudaStreamCaptureStatus* status) {
+  if (status == nullptr) return cudaErrorInvalidValue;
+  const char* v = std::getenv("FAKECUDA_CAPTURING");
+  *status = v != nullptr && v[0] == '1' ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+
 extern "C" __attribute__((visibility("default"))) void fakecuda_device_work(unsigned long long ns) {
   fake::g_device_ns += ns;
 }

@@ -11,10 +11,14 @@
 // (each thread runs everything with its own handle and stream), --copy-configs, --graph-dies-early
 // (see below), --fallback (also cuDNN's fallback list, after the heuristics' configurations, as
 // cudnn-frontend's generator under PyTorch asks for both), --skip-engine E (drop the heuristics'
-// configurations of engine E, as PyTorch's own filters drop nondeterministic or TF32 ones).
+// configurations of engine E, as PyTorch's own filters drop nondeterministic or TF32 ones),
+// --step-ms M (each execution of the winner of a shape after the first is preceded by M ms of
+// the job's other work: a storm that settles, so that the searches' share of the time falls),
+// --alias (the variant pack gives the output the input's buffer).
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -58,6 +62,8 @@ struct Options {
   bool graph_dies_early = false;
   bool fallback = false;
   int64_t skip_engine = -1;
+  int step_ms = 0;
+  bool alias = false;
 };
 
 enum class Kind { fwd, dgrad, wgrad };
@@ -163,10 +169,13 @@ struct Buffers {
   int64_t uids[3] = {'x', 'y', 'w'};
 };
 
+bool g_alias = false;  // --alias
+
 // One execution: a fresh variant pack, as cudnn-frontend builds for every run.
 cudnnStatus_t execute(cudnnHandle_t handle, const Plan& p, const Buffers& b, void* workspace) {
   cudnnBackendDescriptor_t pack = create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, b.ptrs);
+  void* ptrs[3] = {b.ptrs[0], g_alias ? b.ptrs[0] : b.ptrs[1], b.ptrs[2]};
+  set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
   set(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, b.uids);
   set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
   CK(cudnnBackendFinalize(pack));
@@ -336,7 +345,10 @@ void run_problem(const Options& o, cudnnHandle_t handle, cudaStream_t stream, Ki
     if (chosen == nullptr) die("heuristic: no plan executed", 0);
   }
 
-  for (int i = 0; i < o.steps; ++i) CK(execute(handle, *chosen, b, workspace));
+  for (int i = 0; i < o.steps; ++i) {
+    if (o.step_ms > 0 && batch > 8) std::this_thread::sleep_for(std::chrono::milliseconds(o.step_ms));
+    CK(execute(handle, *chosen, b, workspace));
+  }
 
   int64_t winner = engine_index(*chosen);
   {
@@ -410,11 +422,16 @@ int main(int argc, char** argv) {
     else if (a == "--threads") o.threads = int_arg(argc, argv, i);
     else if (a == "--fallback") o.fallback = true;
     else if (a == "--skip-engine") o.skip_engine = int_arg(argc, argv, i);
+    else if (a == "--step-ms")
+      o.step_ms = int_arg(argc, argv, i);
+    else if (a == "--alias")
+      o.alias = true;
     else {
       std::fprintf(stderr, "frontend_search: unknown option %s\n", argv[i]);
       return 2;
     }
   }
+  g_alias = o.alias;
   if (o.threads <= 1) {
     run_all(o);
   } else {

@@ -11,6 +11,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "support/frontend_search.h"
 #include "support/run.h"
@@ -234,6 +235,111 @@ TEST(SearchBudget, LegacyFindIsAnsweredWithTheHeuristicsPastTheBudget) {
   EXPECT_FALSE(finds[0].contains("pinned"));
   EXPECT_TRUE(finds[1].contains("pinned")) << "answered by the shim";
   EXPECT_EQ(budget_of(analyze_json({dir}))["budgeted_legacy"], 3);
+}
+
+// Deferred searches: a budgeted problem whose plan keeps running is searched later, once the
+// searches' share of the job's time has fallen under the budget, and the winner runs in its place.
+// --step-ms 100: each run of a new shape's plan follows 100 ms of other work, so after the third
+// run the share is a few percent (the double's searches take milliseconds), well under 20%.
+const std::vector<std::string> kSettling = {"--benchmark", "--bwd", "--shapes",  "2",
+                                            "--steps",     "6",     "--step-ms", "100"};
+
+// The executions of the forward problem of batch 16, in order: their engines.
+std::vector<int> fwd16_engines(const std::vector<json>& lines) {
+  std::vector<int> engines;
+  for (const auto& e : of_type(lines, "call", "cudnnBackendExecute")) {
+    if (e["problem"].get<std::string>().rfind("conv_fwd x[16,", 0) == 0) engines.push_back(e["engine"].get<int>());
+  }
+  return engines;
+}
+
+TEST(SearchBudget, ARecurringBudgetedProblemIsSearchedLaterAndRunsTheWinner) {
+  // Engine 5 is the double's fastest here, and not cuDNN's heuristic choice.
+  Env fast5 = {{"FAKECUDNN_ENGINE_US", "5:5"}};
+  auto heuristic = heuristic_winners();
+  ASSERT_NE(heuristic["conv_fwd"], 5);
+  std::string dir = fresh_dir("budget-deferred");
+  RunResult r = record(dir, search_cmd(kSettling), fast5, {"--search-budget", "20"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto lines = dump(dir);
+  std::map<std::string, int> outcomes;
+  json later;
+  for (const auto& p : of_type(lines, "pin")) {
+    ++outcomes[p["outcome"].get<std::string>()];
+    if (p["outcome"] == "searched-later") later = p;
+  }
+  // The first new shape's forward selection is budgeted (the warm-up's searches are nearly all of
+  // the time so far); by the next selection the share has fallen and searches run again.
+  EXPECT_EQ(outcomes["budgeted"], 1) << r.out;
+  ASSERT_EQ(outcomes["searched-later"], 1) << r.out;
+  EXPECT_EQ(later["engine"], 5) << later.dump();
+  EXPECT_EQ(later.value("moved", false), true);
+  EXPECT_GT(later["replaced_ms"].get<double>(), later["pinned_ms"].get<double>()) << later.dump();
+  EXPECT_GT(later["search_ms"].get<double>(), 0);
+  EXPECT_EQ(later["problem"].get<std::string>().rfind("conv_fwd x[16,", 0), 0u) << later.dump();
+  // The budgeted plan ran (its timing and three runs), then the winner, recorded as engine 5.
+  auto engines = fwd16_engines(lines);
+  ASSERT_GE(engines.size(), 4u);
+  EXPECT_EQ(engines.front(), heuristic["conv_fwd"]);
+  EXPECT_EQ(engines.back(), 5);
+  // The analysis: the switch is the budget's, not a plan divergence; the summary counts it.
+  json a = analyze_json({dir});
+  for (const auto& f : a["findings"]) EXPECT_NE(f["rule"], "algo-divergence") << f.dump();
+  json b = budget_of(a);
+  EXPECT_EQ(b["searched_later"], 1) << b.dump();
+  EXPECT_EQ(b["searched_later_moved"], 1) << b.dump();
+  EXPECT_NE(b["text"].get<std::string>().find("searched later"), std::string::npos) << b.dump();
+  // plans export writes the deferred search's winner as a benchmark pick with its time.
+  std::string file = dir + "/plans.json";
+  ASSERT_EQ(run({cuprobe_bin(), "plans", "export", "-q", "-o", file, dir}).status, 0);
+  std::ifstream in(file);
+  json doc = json::parse(in);
+  bool exported = false;
+  for (const auto& p : doc["plans"]) {
+    if (p["problem"].get<std::string>().rfind("conv_fwd x[16,", 0) != 0) continue;
+    exported = true;
+    EXPECT_EQ(p["engine"], 5) << p.dump();
+    EXPECT_EQ(p["mode"], "benchmark") << p.dump();
+    EXPECT_GT(p["time_ms"].get<double>(), 0) << p.dump();
+  }
+  EXPECT_TRUE(exported) << doc.dump(1);
+}
+
+TEST(SearchBudget, DeferredSearchesKeepFiltersAndNeverRerunWhatTheyMustNot) {
+  Env fast5 = {{"FAKECUDNN_ENGINE_US", "5:5"}};
+  // The application's filter drops engine 5 (as PyTorch's determinism filter drops
+  // nondeterministic engines): the deferred search never picks it.
+  {
+    std::string dir = fresh_dir("budget-deferred-filter");
+    auto args = kSettling;
+    args.insert(args.end(), {"--skip-engine", "5"});
+    RunResult r = record(dir, search_cmd(args), fast5, {"--search-budget", "20"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    int later = 0;
+    for (const auto& p : of_type(dump(dir), "pin")) {
+      if (p["outcome"] != "searched-later") continue;
+      ++later;
+      EXPECT_NE(p["engine"], 5) << p.dump();
+    }
+    EXPECT_EQ(later, 1);
+  }
+  // A variant pack whose output is an input's buffer, or a stream capturing a CUDA graph: the
+  // budgeted plan keeps running, nothing is rerun.
+  for (auto [name, extra, env] : {std::tuple<std::string, std::vector<std::string>, Env>{"alias", {"--alias"}, fast5},
+                                  {"capture", {}, {{"FAKECUDNN_ENGINE_US", "5:5"}, {"FAKECUDA_CAPTURING", "1"}}}}) {
+    SCOPED_TRACE(name);
+    std::string dir = fresh_dir("budget-deferred-" + name);
+    auto args = kSettling;
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunResult r = record(dir, search_cmd(args), env, {"--search-budget", "20"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto lines = dump(dir);
+    std::map<std::string, int> outcomes;
+    for (const auto& p : of_type(lines, "pin")) ++outcomes[p["outcome"].get<std::string>()];
+    EXPECT_EQ(outcomes["budgeted"], 1);
+    EXPECT_EQ(outcomes["searched-later"], 0);
+    for (int e : fwd16_engines(lines)) EXPECT_NE(e, 5);
+  }
 }
 
 TEST(SearchBudget, RecordRefusesABudgetItCannotRead) {

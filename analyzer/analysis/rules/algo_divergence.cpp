@@ -621,13 +621,20 @@ void across_processes(const RuleSpec& spec, const AllFacts& all, const Emit& emi
 
 // Within one process over time. PyTorch's plan cache is per thread: a problem run on two threads
 // (forward on the main thread, backward on autograd's) is searched on each, and each search may
-// pick another near-equal plan. One plan per thread is that, not a switch.
+// pick another near-equal plan. One plan per thread is that, not a switch. Nor is the search
+// budget's deferred search moving a budgeted problem to its winner (search_budget.h).
 void within_process(const RuleSpec& spec, const ProcessFacts& p, const Emit& emit) {
   nlohmann::json switches = nlohmann::json::array();
   std::vector<std::string> lines;
   size_t per_thread = 0, switched = 0;
+  std::set<uint64_t> moved_by_budget;
+  if (p.trace != nullptr) {
+    for (const auto& e : p.trace->pins()) {
+      if (e.outcome == trace::PinOutcome::kSearchedLater && e.moved) moved_by_budget.insert(e.problem_hash);
+    }
+  }
   for (const auto& [hash, use] : p.problems) {
-    if (use.plans.size() < 2 || hash == 0) continue;
+    if (use.plans.size() < 2 || hash == 0 || moved_by_budget.count(hash)) continue;
     std::set<uint32_t> threads;
     bool one_per_thread = true;
     for (const auto& u : use.plans)
