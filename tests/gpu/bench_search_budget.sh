@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
-# Issue 29's benchmark (docs/performance.md, "The search budget"): each program three ways, side by
-# side in one run on one GPU: cudnn.benchmark on and off (plain python, no cuprobe), and benchmark
-# on under `cuprobe record --search-budget PCT`. Storms (images, sequence lengths, audio, a
-# detection model) should run with the budget at most 1.1x the faster of on and off; the healthy
-# fixed-shape job should never reach the budget, with the same plans and steady step time as a
-# traced run without it (arm "traced").
+# Issue 29's benchmark (docs/dev/performance.md, "The search budget"), side by side in one run on
+# one GPU:
+# - storms (images, sequence lengths, audio, a detection model; BENCH_STORMS): cudnn.benchmark on
+#   and off (plain python, no cuprobe), and benchmark on under `cuprobe record --search-budget PCT`.
+#   The budget's wall time should be at most 1.1x the faster of on and off.
+# - fixed-shape jobs (the corpus's healthy-fixed, torchvision's ResNet-50 and ViT-B/16, DDP with two
+#   ranks under torchrun; BENCH_FIXED): benchmark on plain, traced twice without the budget, and
+#   under the budget. The budget should never apply (no pin records), with the steady step time of
+#   the plain run and the plans of the traced runs (beside how much two traced runs differ on their
+#   own: the benchmark's winners are not stable between processes).
+# - the deferred-search check (tests/gpu/budget/deferred_check.py under --search-budget 20; skip
+#   with BENCH_CHECK=0): swapped plans compute what PyTorch's own convolution computes.
 #   tests/gpu/bench_search_budget.sh PREFIX OUT [PCT [TOTAL_SECONDS]]
 # PREFIX: a build or the wheel's _prefix (bin/cuprobe). OUT/results.txt: one line per run
-# ("NAME ARM rc=.. wall_ms=.. steady_ms=.."), the budget lines of the analyses, the plan check.
+# ("NAME ARM rc=.. wall_ms=.. steady_ms=.."), the budget lines of the analyses, the plan checks.
+# Programs read STEPS where they take it (storm-detection: 24 by default).
 set -u
 prefix="$(readlink -f "${1:?prefix}")"
 out="${2:?out dir}"
@@ -21,46 +28,78 @@ res="$out/results.txt"
 start=$(date +%s)
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 left() { echo $(( total - ($(date +%s) - start) )); }
-run_arm() {  # NAME ARM COMMAND...
+
+# The command that runs program NAME, into the array CMD.
+command_of() {
+  case "$1" in
+    resnet50 | vit) CMD=(python3 "$here/budget/$1.py") ;;
+    ddp) CMD=(python3 -m torch.distributed.run --nproc_per_node 2 --master_addr 127.0.0.1
+              --master_port $((29600 + RANDOM % 300)) "$scen/ddp-torchrun/prog.py") ;;
+    *) CMD=(python3 "$scen/$1/prog.py") ;;
+  esac
+}
+
+run_arm() {  # NAME ARM [COMMAND PREFIX...]: runs NAME's program after the prefix
   local name="$1" arm="$2"
   shift 2
   local guard
   guard=$(left)
   if [ "$guard" -lt 20 ]; then echo "$name $arm skipped (time)" >>"$res"; return; fi
   [ "$guard" -gt 240 ] && guard=240
+  command_of "$name"
   local s e rc
   s=$(now_ms)
-  SCENARIO_STEP_TIMES=1 timeout -k 5 "$guard" "$@" >"$out/$name-$arm.log" 2>&1
+  SCENARIO_STEP_TIMES=1 timeout -k 5 "$guard" "$@" "${CMD[@]}" >"$out/$name-$arm.log" 2>&1
   rc=$?
   e=$(now_ms)
   local steady
-  steady=$(grep -o 'steady: [0-9.]* ms/step' "$out/$name-$arm.log" | awk '{print $2}')
+  steady=$(grep -o 'steady: [0-9.]* ms/step' "$out/$name-$arm.log" | awk '{print $2}' | paste -sd/ -)
   echo "$name $arm rc=$rc wall_ms=$((e - s)) steady_ms=${steady:--}" >>"$res"
 }
-for name in ${BENCH_SCENARIOS:-healthy-fixed storm-images storm-seqlen storm-audio storm-detection}; do
-  prog="$scen/$name/prog.py"
-  SCENARIO_CUDNN_BENCHMARK=1 run_arm "$name" on python3 "$prog"
-  SCENARIO_CUDNN_BENCHMARK=0 run_arm "$name" off python3 "$prog"
-  run_arm "$name" budget "$cuprobe" record -q -o "$out/t-$name-budget" --search-budget "$pct" -- python3 "$prog"
-  "$cuprobe" analyze "$out/t-$name-budget" >"$out/$name-budget.analysis" 2>&1
-  grep -E "search budget|\] research-storm" "$out/$name-budget.analysis" | sed "s/^/$name budget: /" >>"$res"
-  if [ "$name" = healthy-fixed ]; then
-    # Two traced runs without the budget: how much the benchmark's winners differ from run to run
-    # on their own, beside how much they differ with the budget.
-    run_arm "$name" traced "$cuprobe" record -q -o "$out/t-$name-traced" -- python3 "$prog"
-    run_arm "$name" traced2 "$cuprobe" record -q -o "$out/t-$name-traced2" -- python3 "$prog"
-    for arm in traced traced2 budget; do "$cuprobe" plans export -q -o "$out/plans-$arm.json" "$out/t-$name-$arm"; done
-    "$cuprobe" dump "$out/t-$name-budget" | grep -c '"type":"pin"' | sed "s/^/$name budget: pin records: /" >>"$res"
-    python3 - "$out"/plans-traced.json "$out"/plans-traced2.json "$out"/plans-budget.json >>"$res" <<'PY'
+
+budget_lines() {  # NAME: the budget's line and research-storm findings of NAME's budget run
+  "$cuprobe" analyze "$out/t-$1-budget" >"$out/$1-budget.analysis" 2>&1
+  grep -E "search budget|\] research-storm|\] algo-divergence" "$out/$1-budget.analysis" | sed "s/^/$1 budget: /" >>"$res"
+}
+
+for name in ${BENCH_STORMS-storm-images storm-seqlen storm-audio storm-detection}; do
+  SCENARIO_CUDNN_BENCHMARK=1 run_arm "$name" on
+  SCENARIO_CUDNN_BENCHMARK=0 run_arm "$name" off
+  run_arm "$name" budget "$cuprobe" record -q -o "$out/t-$name-budget" --search-budget "$pct" --
+  budget_lines "$name"
+done
+
+for name in ${BENCH_FIXED-healthy-fixed resnet50 vit ddp}; do
+  run_arm "$name" on
+  run_arm "$name" traced "$cuprobe" record -q -o "$out/t-$name-traced" --
+  run_arm "$name" traced2 "$cuprobe" record -q -o "$out/t-$name-traced2" --
+  run_arm "$name" budget "$cuprobe" record -q -o "$out/t-$name-budget" --search-budget "$pct" --
+  budget_lines "$name"
+  for arm in traced traced2 budget; do "$cuprobe" plans export -q -o "$out/plans-$name-$arm.json" "$out/t-$name-$arm"; done
+  "$cuprobe" dump "$out/t-$name-budget" | grep -c '"type":"pin"' | sed "s/^/$name budget: pin records: /" >>"$res"
+  python3 - "$name" "$out/plans-$name-traced.json" "$out/plans-$name-traced2.json" "$out/plans-$name-budget.json" >>"$res" <<'PY'
 import json, sys
 def plans(p):
-    return {(x["hash"], x["api"]): (x["engine"], x.get("knobs")) for x in json.load(open(p))["plans"]}
-a, b, c = (plans(p) for p in sys.argv[1:4])
+    try:
+        return {(x["hash"], x["api"]): (x["engine"], x.get("knobs")) for x in json.load(open(p))["plans"]}
+    except (OSError, ValueError) as e:
+        print("%s: %s" % (p, e))
+        return {}
+a, b, c = (plans(p) for p in sys.argv[2:5])
 same = lambda x, y: sum(1 for k in x if y.get(k) == x[k])
-print("healthy-fixed plans: %d problems; traced vs traced2 %d the same; traced vs budget %d; traced2 vs budget %d"
-      % (len(a), same(a, b), same(a, c), same(b, c)))
+print("%s plans: %d problems; traced vs traced2 %d the same; traced vs budget %d; traced2 vs budget %d"
+      % (sys.argv[1], len(a), same(a, b), same(a, c), same(b, c)))
 PY
-  fi
 done
+
+if [ "${BENCH_CHECK:-1}" = 1 ] && [ "$(left)" -gt 60 ]; then
+  s=$(now_ms)
+  timeout -k 5 $(( $(left) > 180 ? 180 : $(left) )) "$cuprobe" record -q -o "$out/t-deferred-check" --search-budget 20 -- \
+    python3 "$here/budget/deferred_check.py" >"$out/deferred-check.log" 2>&1
+  echo "deferred-check rc=$? wall_ms=$(( $(now_ms) - s ))" >>"$res"
+  grep -o 'deferred-check: .*' "$out/deferred-check.log" >>"$res"
+  "$cuprobe" analyze "$out/t-deferred-check" 2>&1 | grep -E "search budget|\] algo-divergence" | sed "s/^/deferred-check: /" >>"$res"
+  "$cuprobe" dump "$out/t-deferred-check" | grep '"outcome":"searched-later"' | head -20 >"$out/deferred-pins.jsonl"
+fi
 echo "done after $(( $(date +%s) - start )) s" >>"$res"
 cat "$res"

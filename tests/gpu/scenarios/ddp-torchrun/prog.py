@@ -12,4 +12,4 @@ import common as C  # noqa: E402
 
 rank = int(os.environ["RANK"])
 world = int(os.environ["WORLD_SIZE"])
-C.ddp_train(rank, world, "env://", steps=30)
+C.ddp_train(rank, world, "env://", steps=int(os.environ.get("STEPS", "30")))
