@@ -346,6 +346,22 @@ void load_pins(const char* path, const char* text, size_t len) {
   g_pins = static_cast<Pin*>(mem);
   pins::parse_pins(text, len, g_pins, &g_n_pins, &bad_at);
   pins::sort_pins(g_pins, g_n_pins);
+  // Under a search budget, a pin without a measured time (a heuristic pick: written for a
+  // selection the budget or benchmark-off answered) is left to the budget, which searches the
+  // problem when it fits; pinning it would keep the heuristic plan for good.
+  if (env_value(env::Id::kSearchBudget) != nullptr) {
+    size_t kept = 0;
+    for (size_t i = 0; i < g_n_pins; ++i) {
+      if (g_pins[i].time_ms >= 0) g_pins[kept++] = g_pins[i];
+    }
+    if (kept < g_n_pins && !g_config.quiet) {
+      fprintf(stderr,
+              "cuprobe: CUPROBE_PIN_PLANS=%s: %zu of its %zu plans are heuristic picks (no measured time); the search "
+              "budget decides those problems\n",
+              path, g_n_pins - kept, g_n_pins);
+    }
+    g_n_pins = kept;
+  }
   g_steer_on = true;
 }
 

@@ -208,6 +208,36 @@ TEST(SearchBudget, PinnedProblemsComeFirstThenTheBudget) {
   EXPECT_EQ(heuristic_plans, 6) << doc.dump(1);
 }
 
+TEST(SearchBudget, HeuristicPicksInAPlanFileAreLeftToTheBudget) {
+  // A budgeted run's plan file: 3 benchmark winners (the first shape) and 6 heuristic picks.
+  std::string src = fresh_dir("budget-learn-src");
+  ASSERT_EQ(record(src, search_cmd({"--benchmark", "--bwd", "--shapes", "3"}), {}, {"--search-budget", "5"}).status, 0);
+  std::string file = src + "/plans.json";
+  ASSERT_EQ(run({cuprobe_bin(), "plans", "export", "-q", "-o", file, src}).status, 0);
+  // Pinned without a budget: every problem of the file takes its plan, heuristic picks included.
+  RunResult pinned = record(fresh_dir("budget-learn-pinned"), search_cmd({"--benchmark", "--bwd", "--shapes", "3"}), {},
+                            {"--pin-plans", file});
+  ASSERT_EQ(pinned.status, 0) << pinned.err;
+  for (const Pick& p : picks(pinned.out)) EXPECT_EQ(p.candidates, 1) << p.kind << " " << p.batch;
+  // Under a budget the heuristic picks are the budget's: with room for them they are searched.
+  std::string dir = fresh_dir("budget-learn");
+  RunResult r = record(dir, search_cmd({"--benchmark", "--bwd", "--shapes", "3"}), {},
+                       {"--pin-plans", file, "--search-budget", "100"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("6 of its 9 plans are heuristic picks"), std::string::npos) << r.err;
+  for (const Pick& p : picks(r.out)) {
+    SCOPED_TRACE(p.kind + " batch " + std::to_string(p.batch));
+    if (p.batch == 8)
+      EXPECT_EQ(p.candidates, 1);
+    else
+      EXPECT_GT(p.candidates, 1);
+  }
+  std::map<std::string, int> outcomes;
+  for (const auto& p : of_type(dump(dir), "pin")) ++outcomes[p["outcome"].get<std::string>()];
+  EXPECT_EQ(outcomes["pinned"], 3);
+  EXPECT_EQ(outcomes["budgeted"], 0);
+}
+
 TEST(SearchBudget, LegacyFindIsAnsweredWithTheHeuristicsPastTheBudget) {
   std::string dir = fresh_dir("budget-legacy");
   RunResult r = record(dir, {program("legacy_conv"), "--batches", "8,4"}, {}, {"--search-budget", "0"});
