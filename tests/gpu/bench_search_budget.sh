@@ -32,7 +32,7 @@ left() { echo $(( total - ($(date +%s) - start) )); }
 # The command that runs program NAME, into the array CMD.
 command_of() {
   case "$1" in
-    resnet50 | vit) CMD=(python3 "$here/budget/$1.py") ;;
+    resnet50 | vit) CMD=(python3 "$here/budget/fixed.py" "$1") ;;
     ddp) CMD=(python3 -m torch.distributed.run --nproc_per_node 2 --master_addr 127.0.0.1
               --master_port $((29600 + RANDOM % 300)) "$scen/ddp-torchrun/prog.py") ;;
     *) CMD=(python3 "$scen/$1/prog.py") ;;
