@@ -103,9 +103,12 @@ struct Capture<ApiId::cudnnBackendDestroyDescriptor> {
 template <>
 struct Steer<ApiId::cudnnBackendDestroyDescriptor> {
   static constexpr bool kOn = true;
-  static bool before(ThreadState&, cudnnStatus_t*, FaultHit*, cudnnBackendDescriptor_t d) {
+  static bool before(ThreadState&, cudnnStatus_t* r, FaultHit*, cudnnBackendDescriptor_t d) {
     pin_destroy_before(d);
-    if (g_budget_on) budget_destroy_before(d);
+    if (g_budget_on && budget_destroy_before(d)) {
+      *r = CUDNN_STATUS_SUCCESS;  // kept by the search budget: destroyed when its deferred search is done with it
+      return true;
+    }
     return false;
   }
   static void after(ThreadState&, cudnnStatus_t r, cudnnBackendDescriptor_t) { pin_destroy_after(int(r)); }

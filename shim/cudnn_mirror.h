@@ -174,6 +174,7 @@ struct DescEntry {
   uint16_t kind;
   uint8_t finalized;
   uint8_t owned_by_pins;  // plan pinning filled this engine configuration (plan_pins.cpp)
+  uint8_t kept_by_budget;  // a deferred search keeps this engine configuration past its destroy (search_budget.cpp)
   union {
     TensorState tensor;
     ConvState conv;

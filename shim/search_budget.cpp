@@ -82,32 +82,30 @@ void add_search(uint64_t ns) {
 // ---- Deferred searches ----------------------------------------------------------------------
 //
 // A budgeted selection of a plain convolution (one operation whose beta is 0, a variant pack
-// without aliased buffers) keeps copies of the configurations the application asked to build
-// after the first: what passed the application's own filters (determinism, TF32). The copies are
-// the shim's own descriptors, filled by cuDNN from the application's (engine and knob choices), so
-// they outlive the selection. Once the budgeted plan has run kDeferRuns times and one more search
-// of the mean length fits the budget, its next run is preceded by the search: each copy's plan is
-// built on the run's handle, those whose workspace fits the budgeted plan's (the workspace the
-// application gives every run) are timed with the budgeted plan on the run's own variant pack
-// (the output is written, then overwritten by the run itself), and the fastest runs in place of
-// the budgeted plan from then on (the hooks' rewrite step), registered in the mirror so that its
-// runs are recorded as its own. The search counts against the budget like any other.
+// without aliased buffers) keeps the configurations the application asked to build after the
+// first: what passed the application's own filters (determinism, TF32). They are the
+// application's descriptors, kept past its destroy (answered without destroying: cuDNN keeps what
+// a configuration needs of its destroyed operation graph). Once the budgeted plan has run
+// kDeferRuns times and one more search of the mean length fits the budget, its next run is
+// preceded by the search: a plan is built from each kept configuration on the run's handle, those
+// whose workspace fits the budgeted plan's (the workspace the application gives every run) are
+// timed with the budgeted plan on the run's own variant pack (the output is written, then
+// overwritten by the run itself), and the fastest runs in place of the budgeted plan from then on
+// (the hooks' rewrite step), registered in the mirror so that its runs are recorded as its own.
+// The search counts against the budget like any other.
 
 constexpr uint32_t kDeferRuns = 3;  // runs of a budgeted plan before its problem may be searched later
 constexpr uint32_t kSlots = 1024;   // budgeted problems waiting for a deferred search at once
 constexpr int kCopies = 8;          // configurations kept per problem
-constexpr int kCopyKnobs = 16;      // knob choices a copy can hold (a configuration with more is not kept)
 constexpr int kTimedRuns = 3;       // timed runs per plan, after one untimed
 
 enum SlotState : uint32_t { kFree, kFilling, kWaiting, kSearching, kDone };
 
-struct Copy {
+// A candidate's configuration, the application's own descriptor, kept from its destruction.
+struct Kept {
   void* cfg;
-  void* engine;
-  void* knobs[kCopyKnobs];
   int64_t engine_index;
   uint32_t knobs_id;
-  uint8_t n_knobs;
 };
 
 struct Deferred {
@@ -117,7 +115,7 @@ struct Deferred {
   void* winner;        // the shim's plan that runs in its place, nullptr none
   const void* handle;  // the handle `winner` was built on
   uint8_t n;
-  Copy copies[kCopies];
+  Kept kept[kCopies];
 };
 
 Deferred* g_slots;
@@ -156,20 +154,23 @@ uint16_t claim_slot() {
   return 0;
 }
 
-void destroy_copy(const BackendFns& b, Copy& c) {
-  if (c.cfg != nullptr) b.destroy(c.cfg);
-  if (c.engine != nullptr) b.destroy(c.engine);
-  for (uint8_t k = 0; k < c.n_knobs; ++k) b.destroy(c.knobs[k]);
-  c = Copy{};
-}
-
 // Everything the slot holds goes, the plan it names forgets it, and the slot is free again.
 void release_slot(uint16_t slot) {
   Deferred* s = slots();
   if (s == nullptr || slot == 0) return;
   Deferred& d = s[slot - 1];
   BackendFns b = backend_fns();
-  for (uint8_t i = 0; i < d.n; ++i) destroy_copy(b, d.copies[i]);
+  for (uint8_t i = 0; i < d.n; ++i) {
+    // One the application has not destroyed yet is its own again (its destroy will do); one it
+    // has is the shim's to destroy (cuDNN never had it back, so its address was never reused).
+    DescEntry* ce = desc_find(d.kept[i].cfg);
+    if (ce != nullptr && ce->kind == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR && ce->kept_by_budget) {
+      ce->kept_by_budget = 0;
+    } else if (d.kept[i].cfg != nullptr) {
+      b.destroy(d.kept[i].cfg);
+    }
+    d.kept[i] = Kept{};
+  }
   d.n = 0;
   if (d.winner != nullptr) {
     desc_destroy(d.winner);
@@ -197,39 +198,6 @@ bool deferrable(void* heur_desc) {
               op->kind == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR ||
               op->kind == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
   return conv && !op->u.op.accumulates;
-}
-
-// A copy of the application's configuration `cfg_desc` (a candidate the budget fails fast) in
-// descriptors of the shim's own, filled by cuDNN: false when one cannot be made.
-bool copy_config(const BackendFns& b, void* cfg_desc, const EngineCfgState& state, Copy& c) {
-  c = Copy{};
-  c.engine_index = state.engine_index;
-  c.knobs_id = cfg_knobs_id(state);
-  int64_t n = 0;
-  bool ok = b.create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &c.engine) == CUDNN_STATUS_SUCCESS &&
-            b.get(cfg_desc, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &c.engine) ==
-                CUDNN_STATUS_SUCCESS;
-  while (ok && c.n_knobs < kCopyKnobs) {
-    ok = b.create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &c.knobs[c.n_knobs]) == CUDNN_STATUS_SUCCESS;
-    if (ok) ++c.n_knobs;
-  }
-  int64_t knobs = 0;
-  // A configuration with as many knob choices as the copy holds may have more: not copied.
-  ok = ok &&
-       b.get(cfg_desc, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, kCopyKnobs, &knobs, c.knobs) ==
-           CUDNN_STATUS_SUCCESS &&
-       knobs >= 0 && knobs < kCopyKnobs;
-  if (ok) {
-    while (c.n_knobs > knobs) b.destroy(c.knobs[--c.n_knobs]);
-    ok = b.create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &c.cfg) == CUDNN_STATUS_SUCCESS &&
-         b.set(c.cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c.engine) ==
-             CUDNN_STATUS_SUCCESS &&
-         (c.n_knobs == 0 || b.set(c.cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                  int64_t(c.n_knobs), c.knobs) == CUDNN_STATUS_SUCCESS) &&
-         b.finalize(c.cfg) == CUDNN_STATUS_SUCCESS;
-  }
-  if (!ok) destroy_copy(b, c);
-  return ok;
 }
 
 // The CUDA runtime's functions a deferred search times plans with (the real ones: the shim's own
@@ -307,7 +275,7 @@ void deferred_search(ThreadState& t, Deferred& d, DescEntry& entry, cudnnHandle_
     bool built =
         b.create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) == CUDNN_STATUS_SUCCESS &&
         b.set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle) == CUDNN_STATUS_SUCCESS &&
-        b.set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &d.copies[i].cfg) ==
+        b.set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &d.kept[i].cfg) ==
             CUDNN_STATUS_SUCCESS &&
         b.finalize(plan) == CUDNN_STATUS_SUCCESS &&
         b.get(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws) == CUDNN_STATUS_SUCCESS &&
@@ -354,8 +322,8 @@ void deferred_search(ThreadState& t, Deferred& d, DescEntry& entry, cudnnHandle_
       w->u.plan = budgeted;
       w->u.plan.cfg = nullptr;
       w->u.plan.handle = handle;
-      w->u.plan.engine = d.copies[best_at].engine_index;
-      w->u.plan.knobs_id = d.copies[best_at].knobs_id;
+      w->u.plan.engine = d.kept[best_at].engine_index;
+      w->u.plan.knobs_id = d.kept[best_at].knobs_id;
       w->u.plan.workspace = uint64_t(spaces[best_at]);
       w->u.plan.executions = 0;
       w->u.plan.deferred = 0;
@@ -368,8 +336,8 @@ void deferred_search(ThreadState& t, Deferred& d, DescEntry& entry, cudnnHandle_
   if (base >= 0) {
     bool moved = best_at >= 0;
     write_pin_record(t, trace::PinOutcome::kSearchedLater, budgeted.problem_id, budgeted.problem_hash,
-                     moved ? d.copies[best_at].engine_index : budgeted.engine,
-                     moved ? d.copies[best_at].knobs_id : budgeted.knobs_id, moved ? trace::kPinMoved : 0, best,
+                     moved ? d.kept[best_at].engine_index : budgeted.engine,
+                     moved ? d.kept[best_at].knobs_id : budgeted.knobs_id, moved ? trace::kPinMoved : 0, best,
                      float(double(took) / 1e6), base);
   }
   __atomic_store_n(&d.state, kDone, __ATOMIC_RELEASE);
@@ -482,10 +450,16 @@ bool budget_finalize_before(ThreadState&, void* plan_desc, int* code, FaultHit* 
     c.candidate = plan_desc;
     return false;
   }
-  // A later candidate: kept for a deferred search (the application's filters let it through).
+  // A later candidate (the application's filters let it through): its configuration is kept for
+  // a deferred search. The application's destroy of it is answered without destroying it.
   if (c.slot != 0) {
     Deferred& d = slots()[c.slot - 1];
-    if (d.n < kCopies && copy_config(backend_fns(), e->u.plan.cfg, *cfg, d.copies[d.n])) ++d.n;
+    DescEntry* ce = desc_find(e->u.plan.cfg);
+    if (d.n < kCopies && ce != nullptr && ce->kind == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR && !ce->owned_by_pins &&
+        !ce->kept_by_budget) {
+      ce->kept_by_budget = 1;
+      d.kept[d.n++] = Kept{e->u.plan.cfg, cfg->engine_index, cfg_knobs_id(*cfg)};
+    }
   }
   *code = CUDNN_STATUS_NOT_SUPPORTED;
   pin_mark_call(hit);
@@ -547,13 +521,17 @@ void budget_execute_rewrite(ThreadState& t, void* handle, void** plan, void* pac
   if (state == kDone && d.winner != nullptr && d.handle == handle) *plan = d.winner;
 }
 
-void budget_destroy_before(void* desc) {
-  if (__atomic_load_n(&g_slots_live, __ATOMIC_RELAXED) == 0) return;
+bool budget_destroy_before(void* desc) {
+  if (__atomic_load_n(&g_slots_live, __ATOMIC_RELAXED) == 0) return false;
   DescEntry* e = desc_find(desc);
-  if (e == nullptr || e->kind != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR || e->u.plan.deferred == 0) return;
+  if (e == nullptr) return false;
+  // A configuration a deferred search keeps: the application is done with it, the shim is not.
+  if (e->kind == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR && e->kept_by_budget) return true;
+  if (e->kind != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR || e->u.plan.deferred == 0) return false;
   uint16_t slot = e->u.plan.deferred;
   if (t_clock.slot == slot) t_clock.slot = 0;
   release_slot(slot);
+  return false;
 }
 
 // A candidate's run ends: the selection lasts at least until here (a run that closed it left no

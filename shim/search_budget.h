@@ -11,10 +11,10 @@
 //            sorted, with statuses and workspaces) instead of timing every algorithm.
 // Each such selection is one PinRecord with outcome kBudgeted.
 //
-// Deferred searches (backend, a plain convolution): a budgeted selection keeps copies of the
-// candidates the application asked for; once its plan has run kDeferRuns times and the budget
-// allows, the shim times them on the job's own data before a run and swaps the fastest in for the
-// rest of the process (one PinRecord kSearchedLater; search_budget.cpp says when it never does).
+// Deferred searches (backend, a plain convolution): a budgeted selection keeps the application's
+// configurations of the candidates it asked for (past their destroy); once its plan has run kDeferRuns times and the
+// budget allows, the shim times them on the job's own data before a run and swaps the fastest in for the rest of the
+// process (one PinRecord kSearchedLater; search_budget.cpp says when it never does).
 //
 // Warm-up: every layer's first search runs. A fixed-shape job searches each layer once, in its
 // first step, and nothing then tells it apart from a storm's first step; the budget applies from
@@ -54,8 +54,9 @@ void budget_execute_after();
 // Before a plan runs (the hooks' rewrite step): a budgeted plan due for its deferred search gets it
 // now; one a deferred search replaced becomes the winner (*plan).
 void budget_execute_rewrite(ThreadState& t, void* handle, void** plan, void* pack);
-// An execution plan the application destroys: its deferred search, if any, and the winner go.
-void budget_destroy_before(void* desc);
+// A descriptor the application destroys: an execution plan's deferred search, if any, and its
+// winner go; true for a configuration a deferred search keeps (the destroy is answered, not done).
+bool budget_destroy_before(void* desc);
 // cudaEventRecord, cudaEventSynchronize and cudaEventElapsedTime on this thread: a benchmark
 // search times each candidate between two event records.
 enum class BudgetEvent { kRecord, kSync, kElapsed };

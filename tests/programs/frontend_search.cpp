@@ -14,7 +14,8 @@
 // configurations of engine E, as PyTorch's own filters drop nondeterministic or TF32 ones),
 // --step-ms M (each execution of the winner of a shape after the first is preceded by M ms of
 // the job's other work: a storm that settles, so that the searches' share of the time falls),
-// --alias (the variant pack gives the output the input's buffer).
+// --alias (the variant pack gives the output the input's buffer), --configs-die-first (destroy
+// the configurations before the plans, as PyTorch does: its plan cache outlives the selection).
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -64,6 +65,7 @@ struct Options {
   int64_t skip_engine = -1;
   int step_ms = 0;
   bool alias = false;
+  bool configs_die_first = false;
 };
 
 enum class Kind { fwd, dgrad, wgrad };
@@ -361,11 +363,16 @@ void run_problem(const Options& o, cudnnHandle_t handle, cudaStream_t stream, Ki
 
   if (workspace != nullptr) CK(cudaFree(workspace));
   for (void* p : b.ptrs) CK(cudaFree(p));
-  for (auto p : all_plans) CK(cudnnBackendDestroyDescriptor(p));
+  if (!o.configs_die_first) {
+    for (auto p : all_plans) CK(cudnnBackendDestroyDescriptor(p));
+  }
   if (o.copy_configs) {
     for (auto c : copies) CK(cudnnBackendDestroyDescriptor(c));
   } else {
     for (auto c : cfgs) CK(cudnnBackendDestroyDescriptor(c));
+  }
+  if (o.configs_die_first) {
+    for (auto p : all_plans) CK(cudnnBackendDestroyDescriptor(p));
   }
   for (auto c : dropped) CK(cudnnBackendDestroyDescriptor(c));
   for (auto h : heurs) CK(cudnnBackendDestroyDescriptor(h));
@@ -426,6 +433,8 @@ int main(int argc, char** argv) {
       o.step_ms = int_arg(argc, argv, i);
     else if (a == "--alias")
       o.alias = true;
+    else if (a == "--configs-die-first")
+      o.configs_die_first = true;
     else {
       std::fprintf(stderr, "frontend_search: unknown option %s\n", argv[i]);
       return 2;
