@@ -9,6 +9,7 @@
 #   under the budget. The budget should never apply (no pin records), with the steady step time of
 #   the plain run and the plans of the traced runs (beside how much two traced runs differ on their
 #   own: the benchmark's winners are not stable between processes).
+# - same plans pinned on both sides (BENCH_PAIRS, PAIRS alternations): the budget's own cost.
 # - the deferred-search check (tests/gpu/budget/deferred_check.py under --search-budget 20; skip
 #   with BENCH_CHECK=0): swapped plans compute what PyTorch's own convolution computes.
 #   tests/gpu/bench_search_budget.sh PREFIX OUT [PCT [TOTAL_SECONDS]]
@@ -90,6 +91,24 @@ same = lambda x, y: sum(1 for k in x if y.get(k) == x[k])
 print("%s plans: %d problems; traced vs traced2 %d the same; traced vs budget %d; traced2 vs budget %d"
       % (sys.argv[1], len(a), same(a, b), same(a, c), same(b, c)))
 PY
+done
+
+# Same plans on both sides (BENCH_PAIRS, PAIRS times each): the plans of one traced run pinned in
+# every run, alternately without and with the budget, so that what differs is the budget alone
+# (the benchmark's winners differ from run to run on their own, and with them the step time).
+for name in ${BENCH_PAIRS-}; do
+  run_arm "$name" ref "$cuprobe" record -q -o "$out/t-$name-ref" --
+  "$cuprobe" plans export -q -o "$out/plans-$name-ref.json" "$out/t-$name-ref"
+  for i in $(seq "${PAIRS:-3}"); do
+    run_arm "$name" "pinned$i" "$cuprobe" record -q -o "$out/t-$name-pinned$i" --pin-plans "$out/plans-$name-ref.json" --
+    run_arm "$name" "pinned-budget$i" "$cuprobe" record -q -o "$out/t-$name-pinned-budget$i" \
+      --pin-plans "$out/plans-$name-ref.json" --search-budget "$pct" --
+    "$cuprobe" dump "$out/t-$name-pinned-budget$i" | grep -o '"outcome":"[a-z-]*"' | sort | uniq -c | tr -s ' ' |
+      paste -sd, - | sed "s/^/$name pinned-budget$i: pin records:/" >>"$res"
+  done
+  grep -E "^$name pinned" "$res" | grep -o 'pinned[-a-z]*[0-9]* rc=[0-9]* wall_ms=[0-9]* steady_ms=[0-9.]*' |
+    awk -v n="$name" '{split($4, s, "="); arm = ($1 ~ /budget/) ? "budget" : "plain"; v[arm] = v[arm] " " s[2]}
+      END {for (a in v) print n " pinned " a " steady:" v[a]}' >>"$res"
 done
 
 if [ "${BENCH_CHECK:-1}" = 1 ] && [ "$(left)" -gt 60 ]; then
