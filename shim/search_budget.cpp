@@ -154,12 +154,8 @@ uint16_t claim_slot() {
   return 0;
 }
 
-// Everything the slot holds goes, the plan it names forgets it, and the slot is free again.
-void release_slot(uint16_t slot) {
-  Deferred* s = slots();
-  if (s == nullptr || slot == 0) return;
-  Deferred& d = s[slot - 1];
-  BackendFns b = backend_fns();
+// The kept configurations go.
+void drop_kept(Deferred& d, const BackendFns& b) {
   for (uint8_t i = 0; i < d.n; ++i) {
     // One the application has not destroyed yet is its own again (its destroy will do); one it
     // has is the shim's to destroy (cuDNN never had it back, so its address was never reused).
@@ -172,6 +168,15 @@ void release_slot(uint16_t slot) {
     d.kept[i] = Kept{};
   }
   d.n = 0;
+}
+
+// Everything the slot holds goes, the plan it names forgets it, and the slot is free again.
+void release_slot(uint16_t slot) {
+  Deferred* s = slots();
+  if (s == nullptr || slot == 0) return;
+  Deferred& d = s[slot - 1];
+  BackendFns b = backend_fns();
+  drop_kept(d, b);
   if (d.winner != nullptr) {
     desc_destroy(d.winner);
     b.destroy(d.winner);
@@ -209,10 +214,13 @@ struct Timing {
   cudaError_t (*elapsed)(float*, cudaEvent_t, cudaEvent_t);
   cudaError_t (*destroy)(cudaEvent_t);
   cudaError_t (*last_error)();
+  cudaError_t (*peek)();
   cudaError_t (*capturing)(cudaStream_t, cudaStreamCaptureStatus*);
   cudnnStatus_t (*get_stream)(cudnnHandle_t, cudaStream_t*);
   cudnnStatus_t (*execute)(cudnnHandle_t, cudnnBackendDescriptor_t, cudnnBackendDescriptor_t);
-  bool ok() const { return create && record && sync && elapsed && destroy && last_error && get_stream && execute; }
+  bool ok() const {
+    return create && record && sync && elapsed && destroy && last_error && peek && get_stream && execute;
+  }
 };
 
 Timing timing_fns() {
@@ -223,6 +231,7 @@ Timing timing_fns() {
   f.elapsed = reinterpret_cast<decltype(f.elapsed)>(real_function(ApiId::cudaEventElapsedTime));
   f.destroy = reinterpret_cast<decltype(f.destroy)>(real_function(ApiId::cudaEventDestroy));
   f.last_error = reinterpret_cast<decltype(f.last_error)>(real_function(ApiId::cudaGetLastError));
+  f.peek = reinterpret_cast<decltype(f.peek)>(real_function(ApiId::cudaPeekAtLastError));
   f.capturing =
       reinterpret_cast<decltype(f.capturing)>(resolve_in_library(trace::Library::kCudart, "cudaStreamIsCapturing"));
   f.get_stream = reinterpret_cast<decltype(f.get_stream)>(real_function(ApiId::cudnnGetStream));
@@ -252,15 +261,16 @@ void deferred_search(ThreadState& t, Deferred& d, DescEntry& entry, cudnnHandle_
   cudaStream_t stream = nullptr;
   if (!b.ok() || !f.ok() || p == nullptr || p->kind != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR || p->u.pack.aliased ||
       f.get_stream(handle, &stream) != CUDNN_STATUS_SUCCESS) {
-    // Never: a run whose buffers overlap is not rerun.
-    __atomic_store_n(&d.state, kDone, __ATOMIC_RELEASE);
+    // Never: a run whose buffers overlap is not rerun (nor one the shim cannot time).
+    release_slot(entry.u.plan.deferred);
     return;
   }
+  // Not now: with an error the application has not collected yet (the shim would clear it with
+  // its own), or inside a CUDA graph capture (or where the runtime cannot tell); a later run may.
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  cudaError_t asked = f.capturing != nullptr ? f.capturing(stream, &capture) : cudaSuccess;
-  if (asked != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
-    // Not now: nothing runs inside a CUDA graph capture (or where the runtime cannot tell); a later
-    // run outside one may search.
+  cudaError_t pending = f.peek();
+  cudaError_t asked = pending == cudaSuccess && f.capturing != nullptr ? f.capturing(stream, &capture) : cudaSuccess;
+  if (pending != cudaSuccess || asked != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
     if (asked != cudaSuccess) f.last_error();  // the shim's question is not the application's error
     d.runs = 0;
     __atomic_store_n(&d.state, kWaiting, __ATOMIC_RELEASE);
@@ -305,7 +315,7 @@ void deferred_search(ThreadState& t, Deferred& d, DescEntry& entry, cudnnHandle_
   }
   if (a != nullptr) f.destroy(a);
   if (z != nullptr) f.destroy(z);
-  if (!events || base < 0) f.last_error();  // the shim's own failure is not the application's error
+  if (f.peek() != cudaSuccess) f.last_error();  // the shim's own, none was pending before
   for (uint8_t i = 0; i < d.n; ++i) {
     if (plans[i] != nullptr && int(i) != best_at) b.destroy(plans[i]);
   }
@@ -340,6 +350,12 @@ void deferred_search(ThreadState& t, Deferred& d, DescEntry& entry, cudnnHandle_
                      moved ? d.kept[best_at].knobs_id : budgeted.knobs_id, moved ? trace::kPinMoved : 0, best,
                      float(double(took) / 1e6), base);
   }
+  // The configurations are done with; a slot without a winner has nothing left to do.
+  if (d.winner == nullptr) {
+    release_slot(entry.u.plan.deferred);
+    return;
+  }
+  drop_kept(d, b);
   __atomic_store_n(&d.state, kDone, __ATOMIC_RELEASE);
 }
 
