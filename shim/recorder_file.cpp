@@ -517,6 +517,37 @@ bool next_kept_chunk(ThreadState& t) {
 
 }  // namespace
 
+// At exit, the file keeps what was written: the chunks handed out, not the segments reserved
+// ahead of them (a process that made two calls kept 1-3 MiB of reserve). No chunk is handed out
+// from here on (threads still write into the chunks they hold; one that needs another counts its
+// events as dropped). A claim already past its check of `full` finishes within instructions; the
+// short pause lets it. Before the file is cut, every mapping past the cut is replaced by anonymous
+// memory, so that a store there (such a claim preempted longer, the prefault helper's touch) lands
+// in memory nobody reads instead of raising SIGBUS.
+void trim_trace_file() {
+  if (g_trace.hdr == nullptr || g_trace.fd < 0) return;
+  __atomic_store_n(&g_trace.full, 1, __ATOMIC_SEQ_CST);
+  struct timespec pause = {0, 200 * 1000};
+  nanosleep(&pause, nullptr);
+  shim_lock(LockRank::kGrow);
+  uint32_t n = __atomic_load_n(&g_trace.hdr->chunks_claimed, __ATOMIC_ACQUIRE);
+  uint32_t mapped = __atomic_load_n(&g_trace.mapped_chunks, __ATOMIC_ACQUIRE);
+  bool ok = n < mapped;
+  for (uint32_t i = 0; ok && i < g_trace.n_segments; ++i) {
+    const Segment& seg = g_trace.segments[i];
+    uint32_t end = seg.first_chunk + seg.n_chunks;
+    if (end <= n) continue;
+    uint32_t from = seg.first_chunk > n ? seg.first_chunk : n;
+    char* at = seg.base + size_t(from - seg.first_chunk) * trace::kChunkSize;
+    size_t len = size_t(end - from) * trace::kChunkSize;
+    ok = mmap(at, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED;
+  }
+  if (ok && ftruncate(g_trace.fd, off_t(trace::kFileHeaderSize) + off_t(n) * trace::kChunkSize) == 0) {
+    __atomic_store_n(&g_trace.mapped_chunks, n, __ATOMIC_RELEASE);
+  }
+  shim_unlock(LockRank::kGrow);
+}
+
 bool ensure_started() {
   if (__atomic_load_n(&g_trace.started, __ATOMIC_ACQUIRE)) return true;
   if (__atomic_load_n(&g_trace.failed, __ATOMIC_ACQUIRE)) return false;

@@ -90,6 +90,8 @@ void setup_state(ThreadState& t, uint32_t tid, bool kept_only = false);
 void seal_thread_chunk(ThreadState& t);
 // Adds a thread's routine calls skipped outside the capture window to the header.
 void flush_window_skipped(ThreadState& t);
+// At exit: the file is cut to the chunks handed out; no more are (see recorder_file.cpp).
+void trim_trace_file();
 
 // ---- recorder_meta.cpp ----------------------------------------------------------------------
 

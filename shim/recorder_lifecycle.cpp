@@ -253,7 +253,8 @@ void fatal_signal_handler(int sig, siginfo_t* info, void* ucontext) {
   // A fault raised by an instruction happens again on return, now with the old disposition.
 }
 
-// Runs at exit (and in a forked child that exits). Events after this point are still recorded.
+// Runs at exit (and in a forked child that exits). Events after this point are still recorded in
+// the chunks their threads hold; the file is cut to the chunks handed out (trim_trace_file).
 __attribute__((destructor)) void finalize_at_exit() {
   if (!trace_is_ours()) return;
   trace::FileHeader* hdr = g_trace.hdr;
@@ -262,6 +263,7 @@ __attribute__((destructor)) void finalize_at_exit() {
   uint32_t expected = uint32_t(trace::FileState::kRecording);
   __atomic_compare_exchange_n(&hdr->state, &expected, uint32_t(trace::FileState::kExited), false,
                               __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+  trim_trace_file();
   uint64_t dropped = __atomic_load_n(&hdr->stats[trace::kStatDroppedEvents], __ATOMIC_RELAXED);
   uint64_t missing = __atomic_load_n(&hdr->stats[trace::kStatMissingSymbols], __ATOMIC_RELAXED);
   if ((dropped != 0 || missing != 0) && !g_config.quiet) {

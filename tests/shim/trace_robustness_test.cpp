@@ -297,5 +297,36 @@ TEST(TraceRobustness, TruncatedTraceIsReadUpToWhereItStops) {
   EXPECT_LT((*t)->call_records(), full);
 }
 
+// At exit the file is cut to the chunks handed out (the segments reserved ahead of them go): a
+// process that made two calls leaves its header and two chunks (192 KiB; 1,088 KiB before), read
+// without a word about truncation; a long trace loses none of its records to the cut.
+TEST(TraceRobustness, AtExitTheFileIsCutToWhatWasWritten) {
+  std::string dir = fresh_dir("trimmed");
+  RunResult r = record(dir, {program("two_calls")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto files = trace_files(dir);
+  ASSERT_EQ(files.size(), 1u);
+  uint64_t bytes = fs::file_size(files[0]);
+  EXPECT_LE(bytes, 256u * 1024) << files[0];
+  EXPECT_EQ((bytes - trace::kFileHeaderSize) % trace::kChunkSize, 0u);
+  auto t = reader::TraceFile::open(files[0]);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_GE((*t)->call_records(), 2u);  // the two calls and what the first event records of the device
+  EXPECT_TRUE((*t)->diagnostics().empty()) << (*t)->diagnostics()[0];
+
+  std::string big = fresh_dir("trimmed-big");
+  ASSERT_EQ(record(big, {program("thread_storm"), "4", "20000"}).status, 0);
+  auto storm = trace_files(big);
+  ASSERT_EQ(storm.size(), 1u);
+  trace::FileHeader h{};
+  std::ifstream(storm[0], std::ios::binary).read(reinterpret_cast<char*>(&h), sizeof h);
+  EXPECT_EQ(fs::file_size(storm[0]), trace::kFileHeaderSize + uint64_t(h.chunks_claimed) * trace::kChunkSize);
+  auto s = reader::TraceFile::open(storm[0]);
+  ASSERT_TRUE(s);
+  EXPECT_EQ((*s)->call_records(), 80000u);
+  EXPECT_EQ((*s)->stat(trace::kStatDroppedEvents), 0u);
+  EXPECT_TRUE((*s)->diagnostics().empty()) << (*s)->diagnostics()[0];
+}
+
 }  // namespace
 }  // namespace cuprobe::test
