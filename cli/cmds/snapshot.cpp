@@ -3,6 +3,7 @@
 // any moment reads like a trace cut short at that moment (each thread's records up to its last
 // commit before the copy reached them), so a snapshot is a plain copy, checked by opening it.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -113,16 +114,29 @@ std::set<std::string> own_run_dirs(const std::string& pid) {
 
 // A copy of a trace whose process was still recording says so (FileState::kSnapshot): the
 // analyzer then reads it as running when copied, not as a process that died without a clean exit.
+// The copy keeps what was written: the chunks its header claims (the header page is copied first,
+// so a chunk claimed later is one the copy's header never names), not the reserve the running
+// process has ahead of them.
 void mark_snapshot(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) return;  // a JSON Lines dump, or unreadable: left as it is
   trace::FileHeader hdr;
-  if (::pread(fd, &hdr, sizeof hdr, 0) == ssize_t(sizeof hdr) && std::memcmp(hdr.magic, trace::kMagic, sizeof hdr.magic) == 0 &&
-      hdr.state == uint32_t(trace::FileState::kRecording)) {
+  bool trace = ::pread(fd, &hdr, sizeof hdr, 0) == ssize_t(sizeof hdr) &&
+               std::memcmp(hdr.magic, trace::kMagic, sizeof hdr.magic) == 0;
+  if (trace && hdr.state == uint32_t(trace::FileState::kRecording)) {
     uint32_t state = uint32_t(trace::FileState::kSnapshot);
     if (::pwrite(fd, &state, sizeof state, off_t(offsetof(trace::FileHeader, state))) != ssize_t(sizeof state)) {
       ::close(fd);
       throw std::runtime_error(fmt::format("cannot mark {} as a snapshot: {}", path, std::strerror(errno)));
+    }
+  }
+  struct stat st {};
+  if (trace && hdr.header_size == trace::kFileHeaderSize && hdr.chunk_size == trace::kChunkSize &&
+      ::fstat(fd, &st) == 0) {
+    off_t written = off_t(trace::kFileHeaderSize) + off_t(hdr.chunks_claimed) * trace::kChunkSize;
+    if (written < st.st_size && ::ftruncate(fd, written) != 0) {
+      ::close(fd);
+      throw std::runtime_error(fmt::format("cannot cut {} to what was written: {}", path, std::strerror(errno)));
     }
   }
   ::close(fd);
@@ -202,8 +216,8 @@ int cmd_snapshot(const Args& args) {
     if (!fs::copy_file(f, to, fs::copy_options::none, ec)) {
       throw std::runtime_error(fmt::format("cannot copy {} to {}: {}", f, to.string(), ec.message()));
     }
-    bytes += fs::file_size(to, ec);
     mark_snapshot(to.string());
+    bytes += fs::file_size(to, ec);
     auto traces = reader::open_traces(to.string());
     if (!traces) {
       throw std::runtime_error(fmt::format("the copy of {} cannot be read: {}", f, traces.error().message));

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cuprobe/trace_format.h"
 #include "support/run.h"
 
 namespace cuprobe::test {
@@ -42,6 +43,15 @@ TEST(Snapshot, ARunningJobCopiedByDirectoryAndByPidAnalyzes) {
   EXPECT_NE(s.err.find("1 trace ("), std::string::npos) << s.err;
   EXPECT_NE(s.err.find("copied to " + by_dir), std::string::npos) << s.err;
   ASSERT_EQ(traces_in(by_dir).size(), 1u);
+  // The copy holds what was written: the header and the chunks it claims, not the running
+  // process's reserve (its file is 1 MiB and more while it runs).
+  {
+    std::string copy = traces_in(by_dir)[0];
+    trace::FileHeader h{};
+    std::ifstream(copy, std::ios::binary).read(reinterpret_cast<char*>(&h), sizeof h);
+    EXPECT_EQ(fs::file_size(copy), trace::kFileHeaderSize + uint64_t(h.chunks_claimed) * trace::kChunkSize);
+    EXPECT_LT(fs::file_size(copy), fs::file_size(traces_in(dir)[0]));
+  }
   auto lines = dump(by_dir);
   ASSERT_EQ(of_type(lines, "process").size(), 1u);
   EXPECT_EQ(of_type(lines, "process")[0]["state"], "snapshot");
