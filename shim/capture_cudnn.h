@@ -295,14 +295,13 @@ template <>
 struct Steer<ApiId::cudnnBackendExecute> {
   static constexpr bool kOn = true;
   static constexpr bool kRewrites = true;
-  static bool before(ThreadState&, cudnnStatus_t*, FaultHit*, cudnnHandle_t, cudnnBackendDescriptor_t plan,
-                     cudnnBackendDescriptor_t) {
-    if (g_budget_on) budget_execute_before(plan);
+  template <typename... A>
+  static bool before(ThreadState&, cudnnStatus_t*, FaultHit*, A...) {
     return false;
   }
   static void rewrite(ThreadState& t, cudnnHandle_t& h, cudnnBackendDescriptor_t& plan,
                       cudnnBackendDescriptor_t& pack) {
-    if (g_budget_on) budget_execute_rewrite(t, h, &plan, pack);
+    if (g_budget_on) budget_execute(t, h, &plan, pack);
   }
   static void after(ThreadState& t, cudnnStatus_t r, cudnnHandle_t, cudnnBackendDescriptor_t plan,
                     cudnnBackendDescriptor_t) {
@@ -752,31 +751,29 @@ void pin_get(ThreadState& t, cudnnStatus_t r, cudnnHandle_t h, In0 in0, In1 in1,
   pin_legacy_done(t, p.id, p.hash, at >= 0);
 }
 
+// What every legacy Find's steer does once the real search ran: the search budget counts it.
+struct LegacyFindSteer {
+  static constexpr bool kOn = true;
+  template <typename... A>
+  static void after(ThreadState&, cudnnStatus_t, A...) {
+    if (g_budget_on) budget_legacy_searched();
+  }
+};
 #define CUPROBE_PIN_FIND(api, op, ws_api, get_api, Perf, In0, In1, Out)                                \
   template <>                                                                                          \
-  struct Steer<ApiId::api> {                                                                           \
-    static constexpr bool kOn = true;                                                                  \
+  struct Steer<ApiId::api> : LegacyFindSteer {                                                         \
     static bool before(ThreadState& t, cudnnStatus_t* r, FaultHit* hit, cudnnHandle_t h, In0 a, In1 b, \
                        cudnnConvolutionDescriptor_t c, Out o, int req, int* ret, Perf* perf) {         \
       return pin_find<op, ApiId::ws_api, ApiId::get_api>(t, r, hit, h, a, b, c, o, req, ret, perf);    \
     }                                                                                                  \
-    template <typename... A>                                                                           \
-    static void after(ThreadState&, cudnnStatus_t, A...) {                                             \
-      if (g_budget_on) budget_legacy_searched();                                                       \
-    }                                                                                                  \
   };
 #define CUPROBE_PIN_FIND_EX(api, op, ws_api, get_api, Perf, In0, In1, Out)                                          \
   template <>                                                                                                       \
-  struct Steer<ApiId::api> {                                                                                        \
-    static constexpr bool kOn = true;                                                                               \
+  struct Steer<ApiId::api> : LegacyFindSteer {                                                                      \
     static bool before(ThreadState& t, cudnnStatus_t* r, FaultHit* hit, cudnnHandle_t h, In0 a, const void*, In1 b, \
                        const void*, cudnnConvolutionDescriptor_t c, Out o, void*, int req, int* ret, Perf* perf,    \
                        void*, size_t) {                                                                             \
       return pin_find<op, ApiId::ws_api, ApiId::get_api>(t, r, hit, h, a, b, c, o, req, ret, perf);                 \
-    }                                                                                                               \
-    template <typename... A>                                                                                        \
-    static void after(ThreadState&, cudnnStatus_t, A...) {                                                          \
-      if (g_budget_on) budget_legacy_searched();                                                                    \
     }                                                                                                               \
   };
 #define CUPROBE_PIN_GET(api, op, Perf, In0, In1, Out)                                                            \

@@ -497,10 +497,14 @@ void budget_finalize_after(ThreadState& t, void* plan_desc, int status) {
   write_budgeted(t, e->u.plan.problem_id, c.hash, e->u.plan.engine, e->u.plan.knobs_id, false);
 }
 
-void budget_execute_before(void* plan_desc) {
+namespace {
+
+// The thread's open selection sees one of its problem's plans run (`e`: the plan's mirror entry,
+// nullptr when unknown): a timed candidate, or the winner's first real run that ends the search;
+// another problem's plan ends it too.
+void clock_run(const DescEntry* e, const void* plan_desc) {
   Clock& c = t_clock;
   if (c.hash == 0) return;
-  DescEntry* e = desc_find(plan_desc);
   if (e == nullptr || e->kind != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR || e->u.plan.problem_hash != c.hash) {
     close_clock();  // another problem's plan runs: the selection is over
     return;
@@ -517,24 +521,36 @@ void budget_execute_before(void* plan_desc) {
   if (!ran_before && c.n_executed < kRemembered) c.executed[c.n_executed++] = plan_desc;
 }
 
-void budget_execute_rewrite(ThreadState& t, void* handle, void** plan, void* pack) {
-  if (__atomic_load_n(&g_slots_live, __ATOMIC_RELAXED) == 0) return;
-  DescEntry* e = desc_find(*plan);
-  if (e == nullptr || e->kind != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR || e->u.plan.deferred == 0) return;
-  Deferred& d = slots()[e->u.plan.deferred - 1];
+// A budgeted plan runs (`e`, with a deferred-search slot): its deferred search when it is due;
+// the winner in its place once there is one.
+void deferred_run(ThreadState& t, DescEntry& e, void* handle, void** plan, void* pack) {
+  Deferred& d = slots()[e.u.plan.deferred - 1];
   if (d.plan != *plan) return;
   uint32_t state = __atomic_load_n(&d.state, __ATOMIC_ACQUIRE);
   // Runs count once the selection is over (its own timing runs are not the job's).
-  if ((state == kFilling || state == kWaiting) && t_clock.slot != e->u.plan.deferred && d.n > 0 &&
+  if ((state == kFilling || state == kWaiting) && t_clock.slot != e.u.plan.deferred && d.n > 0 &&
       ++d.runs >= kDeferRuns) {
     float share = 0, expected = 0;
     if (!over_budget(mono_ns(), &share, &expected) &&
         __atomic_compare_exchange_n(&d.state, &state, kSearching, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-      deferred_search(t, d, *e, static_cast<cudnnHandle_t>(handle), pack);
+      deferred_search(t, d, e, static_cast<cudnnHandle_t>(handle), pack);
       state = kDone;
     }
   }
   if (state == kDone && d.winner != nullptr && d.handle == handle) *plan = d.winner;
+}
+
+}  // namespace
+
+void budget_execute(ThreadState& t, void* handle, void** plan, void* pack) {
+  bool selecting = t_clock.hash != 0;
+  bool deferring = __atomic_load_n(&g_slots_live, __ATOMIC_RELAXED) != 0;
+  if (!selecting && !deferring) return;
+  DescEntry* e = desc_find(*plan);  // once for both
+  clock_run(e, *plan);
+  if (deferring && e != nullptr && e->kind == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR && e->u.plan.deferred != 0) {
+    deferred_run(t, *e, handle, plan, pack);
+  }
 }
 
 bool budget_destroy_before(void* desc) {

@@ -49,11 +49,11 @@ void budget_heuristics_query(void* heur_desc);
 // A plan finalize: true with *code when the budget fails this candidate fast.
 bool budget_finalize_before(ThreadState& t, void* plan_desc, int* code, FaultHit* hit);
 void budget_finalize_after(ThreadState& t, void* plan_desc, int status);
-void budget_execute_before(void* plan_desc);
+// Before a plan runs (the hooks' rewrite step): the thread's selection clock sees the run; a
+// budgeted plan due for its deferred search gets it now; one a deferred search replaced becomes
+// the winner (*plan).
+void budget_execute(ThreadState& t, void* handle, void** plan, void* pack);
 void budget_execute_after();
-// Before a plan runs (the hooks' rewrite step): a budgeted plan due for its deferred search gets it
-// now; one a deferred search replaced becomes the winner (*plan).
-void budget_execute_rewrite(ThreadState& t, void* handle, void** plan, void* pack);
 // A descriptor the application destroys: an execution plan's deferred search, if any, and its
 // winner go; true for a configuration a deferred search keeps (the destroy is answered, not done).
 bool budget_destroy_before(void* desc);
