@@ -46,6 +46,7 @@ Usage:
                             the timeline for Perfetto / chrome://tracing, or a SQLite database
   cuprobe snapshot [-o DIR] RUN_DIR|PID
                             copy a running job's traces as they are now, to analyze meanwhile
+  cuprobe pack RUN_DIR...   compress traces at rest with zstd; every command reads them packed
   cuprobe plans export [-o plans.json] RUN...
                             the cuDNN plans the runs chose, to replay with record --pin-plans
   cuprobe plans show FILE   what a plan file holds
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
     if (cmd == "export") return cmd_export(args);
     if (cmd == "report") return cmd_report(args);
     if (cmd == "snapshot") return cmd_snapshot(args);
+    if (cmd == "pack") return cmd_pack(args);
     if (cmd == "plans") return cmd_plans(args);
     fmt::print(stderr, "cuprobe: unknown {} '{}'; see cuprobe --help\n", cmd.rfind('-', 0) == 0 ? "option" : "command",
                cmd);

@@ -68,6 +68,16 @@ foreach(lib zstd lzma bz2)
   endif()
 endforeach()
 target_link_libraries(cuprobe_libdw INTERFACE ${ZLIB_STATIC} Threads::Threads)
+# zstd (libzstd-dev): `cuprobe pack` and every reader of packed traces and facts files
+# (analyzer/trace/zstd_io.cpp). The static archive, as for libdw: the static `cuprobe` carries it.
+find_path(ZSTD_INCLUDE_DIR zstd.h)
+if(NOT ZSTD_INCLUDE_DIR OR NOT CUPROBE_zstd_STATIC)
+  message(FATAL_ERROR "libzstd static library or zstd.h not found (libzstd.a: ${CUPROBE_zstd_STATIC}). Install "
+                      "libzstd-dev (scripts/deps.sh).")
+endif()
+add_library(cuprobe_zstd INTERFACE)
+target_include_directories(cuprobe_zstd SYSTEM INTERFACE ${ZSTD_INCLUDE_DIR})
+target_link_libraries(cuprobe_zstd INTERFACE ${CUPROBE_zstd_STATIC} Threads::Threads)
 if(CUPROBE_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -15,7 +15,9 @@ set -euo pipefail
 
 # libdw-dev (elfutils; with libelf-dev and zlib1g-dev): the symbolizer reads DWARF with it, linked
 # from its static archives into the command, so the packages need nothing of it at run time.
-demo=(cmake ninja-build g++ binutils libfmt-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev libdw-dev zlib1g-dev)
+# libzstd-dev: `cuprobe pack` and packed traces and facts files (static archive too).
+demo=(cmake ninja-build g++ binutils libfmt-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev libdw-dev zlib1g-dev
+      libzstd-dev)
 package=(python3 python3-build python3-setuptools python3-wheel python3-venv)
 tests=(libgtest-dev libgmock-dev sqlite3 protobuf-compiler libprotobuf-dev chromium)
 packages=("${demo[@]}")

@@ -15,15 +15,18 @@
 // a bounded multiple of the input's size; nothing is quadratic in the input.
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -33,6 +36,7 @@
 
 #include "cuprobe/api_table.h"
 #include "trace/reader.h"
+#include "trace/zstd_io.h"
 
 namespace cuprobe::reader {
 
@@ -1314,6 +1318,31 @@ bool looks_like_jsonl(const std::string& path) {
   return c == '{';
 }
 
+// The text of a packed (zstd) JSON Lines file (`cuprobe dump` output, facts): nullopt for
+// anything else (a packed binary trace is TraceFile's to read); an error when it cannot be unpacked.
+std::optional<Result<std::string>> packed_jsonl(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  std::optional<Result<std::string>> text;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && zstd::fd_has_magic(fd)) {
+    std::string head = zstd::peek_fd(fd, 64);
+    size_t i = head.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+    while (i < head.size() && std::isspace(static_cast<unsigned char>(head[i]))) ++i;
+    if (i < head.size() && head[i] == '{') {
+      auto u = zstd::unpack_fd(fd, path, zstd::default_unpack_limit());
+      if (u) {
+        text.emplace(std::string(u->base, u->size));
+        munmap(u->base, u->size);
+      } else {
+        text.emplace(u.error());
+      }
+    }
+  }
+  ::close(fd);
+  return text;
+}
+
 // How long reading a FIFO waits for something to write into it.
 #ifndef CUPROBE_FIFO_WAIT_MS
 #define CUPROBE_FIFO_WAIT_MS 10000
@@ -1365,6 +1394,10 @@ Result<std::vector<std::unique_ptr<Trace>>> open_traces(const std::string& path)
   struct stat st{};
   bool stream = path == "-" || (::stat(path.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)));
   if (stream || looks_like_jsonl(path)) return read_jsonl(path);
+  if (auto text = packed_jsonl(path)) {
+    if (!*text) return text->error();
+    return read_jsonl_text(**text, path);
+  }
   auto t = TraceFile::open(path);
   if (!t) return t.error();
   std::vector<std::unique_ptr<Trace>> out;

@@ -1,8 +1,10 @@
 // Trace file reader; see reader.h.
 // Before reader.h: the API table's flag names are read in a scope where result.h's Error would
 // make `Error` ambiguous.
+// clang-format off
 #include "cuprobe/api_table.h"
 #include "trace/reader.h"
+// clang-format on
 
 #include <fcntl.h>
 #include <signal.h>
@@ -24,6 +26,7 @@
 
 #include "problem_text.h"
 #include "safe_files.h"
+#include "trace/zstd_io.h"
 
 namespace cuprobe::reader {
 
@@ -213,14 +216,50 @@ Result<std::unique_ptr<TraceFile>> TraceFile::open(const std::string& path) {
 
 // Maps every page in one call (MADV_POPULATE_READ, Linux 5.14) instead of a fault per page,
 // which costs microseconds each on virtual machines; older kernels fault pages in as usual.
+// A packed trace (zstd) is unpacked again for each pass: its memory is given back in between.
 void TraceFile::map_in() const {
   constexpr int kMadvPopulateRead = 22;
+  if (packed_ && base_ == nullptr) {
+    std::string error;
+    if (!unpack(&error)) note(fmt::format("cannot unpack it again for a pass over its calls: {}", error));
+    return;
+  }
   if (base_ != nullptr) madvise(const_cast<char*>(base_), size_, kMadvPopulateRead);
 }
 
 // The file is mapped read-only and private: dropped pages are read from the file again on access.
+// A packed trace's unpacked copy is anonymous memory: it goes, and map_in unpacks it again.
 void TraceFile::release_events() const {
-  if (base_ != nullptr) madvise(const_cast<char*>(base_), size_, MADV_DONTNEED);
+  if (base_ == nullptr) return;
+  if (packed_) {
+    munmap(const_cast<char*>(base_), size_);
+    base_ = nullptr;
+    return;
+  }
+  madvise(const_cast<char*>(base_), size_, MADV_DONTNEED);
+}
+
+// Unpacks the packed file into anonymous memory (base_); the same bytes each time.
+bool TraceFile::unpack(std::string* error) const {
+  int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    *error = fmt::format("cannot open: {}", std::strerror(errno));
+    return false;
+  }
+  auto u = zstd::unpack_fd(fd, "its zstd data", zstd::default_unpack_limit());
+  ::close(fd);
+  if (!u) {
+    *error = u.error().message;
+    return false;
+  }
+  if (size_ != 0 && u->size != size_) {
+    munmap(u->base, u->size);
+    *error = fmt::format("it unpacked to {} bytes now, {} before (the file changed)", u->size, size_);
+    return false;
+  }
+  base_ = u->base;
+  size_ = u->size;
+  return true;
 }
 
 TraceFile::~TraceFile() {
@@ -235,16 +274,17 @@ void TraceFile::check_unchanged(const char* when) const {
   struct stat st {};
   bool gone = ::stat(path_.c_str(), &st) != 0;
   bool other = !gone && (uint64_t(st.st_dev) != dev_ || uint64_t(st.st_ino) != ino_);
-  bool shrank = !gone && !other && uint64_t(st.st_size) < size_;
+  bool shrank = !gone && !other && uint64_t(st.st_size) < file_size_;
   uint64_t mtime = uint64_t(st.st_mtim.tv_sec) * 1000000000ull + uint64_t(st.st_mtim.tv_nsec);
   bool written = !gone && !other && mtime != mtime_ns_;
   if (faults == 0 && !shrank && !written) return;
   change_noted_ = true;
   if (faults > 0 || shrank) {
-    note(fmt::format("the file shrank {} (from {} to {} bytes){}: what was cut off reads as empty; copy a trace "
-                     "before reading it while something else writes it",
-                     when, size_, gone || other ? 0 : uint64_t(st.st_size),
-                     faults > 0 ? fmt::format(", {} pages of it were gone while being read", faults) : ""));
+    note(
+        fmt::format("the file shrank {} (from {} to {} bytes){}: what was cut off reads as empty; copy a trace "
+                    "before reading it while something else writes it",
+                    when, file_size_, gone || other ? 0 : uint64_t(st.st_size),
+                    faults > 0 ? fmt::format(", {} pages of it were gone while being read", faults) : ""));
   } else {
     note(fmt::format("the file was written to {} (a job still running?): this reading shows it as it was when it "
                      "was opened",
@@ -466,9 +506,23 @@ bool TraceFile::map_file(std::string* error) {
     return false;
   }
   size_ = size_t(st.st_size);
+  file_size_ = uint64_t(st.st_size);
   dev_ = uint64_t(st.st_dev);
   ino_ = uint64_t(st.st_ino);
   mtime_ns_ = uint64_t(st.st_mtim.tv_sec) * 1000000000ull + uint64_t(st.st_mtim.tv_nsec);
+  if (zstd::fd_has_magic(fd)) {
+    // Packed (cuprobe pack): read from an unpacked copy in memory.
+    ::close(fd);
+    packed_ = true;
+    size_ = 0;
+    if (!unpack(error)) return false;
+    if (size_ < sizeof(trace::FileHeader)) {
+      *error = fmt::format("not a cuprobe trace: it unpacks to {} bytes, shorter than the {}-byte header", size_,
+                           sizeof(trace::FileHeader));
+      return false;
+    }
+    return true;
+  }
   if (size_ < sizeof(trace::FileHeader)) {
     ::close(fd);
     *error = fmt::format("not a cuprobe trace: {} bytes, shorter than the {}-byte header", size_, sizeof(trace::FileHeader));
@@ -1303,6 +1357,7 @@ void TraceFile::note_handle(uint32_t tid, const trace::CallRecord* r) {
 
 void TraceFile::for_each_event(const std::function<void(const Event&)>& fn) const {
   map_in();
+  if (base_ == nullptr) return;  // a packed trace that could not be unpacked again (noted)
   struct Cursor {
     const Thread* thread;
     size_t chunk;
@@ -1438,14 +1493,28 @@ Result<std::vector<std::string>> find_trace_files(const std::string& path, std::
   }
   std::vector<std::string> files;
   if (S_ISDIR(st.st_mode)) {
-    // A run directory holds *.cuprobe files; a directory of `cuprobe dump` output, *.jsonl.
-    // Only regular files are read: a FIFO would block, and a symbolic link could make another
-    // user's run directory show any file of theirs as a trace.
+    // A run directory holds *.cuprobe files (*.cuprobe.zst once packed); a directory of `cuprobe
+    // dump` output, *.jsonl (*.jsonl.zst). Only regular files are read: a FIFO would block, and a
+    // symbolic link could make another user's run directory show any file of theirs as a trace.
     std::error_code ec;
     std::vector<std::string> dumps;
+    std::set<std::string> names;
+    for (const auto& entry : fs::directory_iterator(path, ec)) names.insert(entry.path().filename().string());
     for (const auto& entry : fs::directory_iterator(path, ec)) {
-      auto ext = entry.path().extension();
-      if (ext != ".cuprobe" && ext != ".jsonl") continue;
+      const std::string name = entry.path().filename().string();
+      auto ends = [&](std::string_view suffix) {
+        return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+      };
+      bool trace_file = ends(".cuprobe") || ends(".cuprobe.zst");
+      if (!trace_file && !ends(".jsonl") && !ends(".jsonl.zst")) continue;
+      if (ends(".zst") && names.count(name.substr(0, name.size() - 4))) {
+        // Both the file and its packed copy (a pack that was stopped before it removed the file).
+        if (skipped) {
+          skipped->push_back(fmt::format("{}: skipped: the packed copy of {}, which is read instead",
+                                         entry.path().string(), name.substr(0, name.size() - 4)));
+        }
+        continue;
+      }
       std::error_code sec;
       fs::file_status link = entry.symlink_status(sec);
       if (!sec && fs::is_symlink(link)) {
@@ -1464,14 +1533,15 @@ Result<std::vector<std::string>> find_trace_files(const std::string& path, std::
         if (skipped) skipped->push_back(fmt::format("{}: skipped: not a regular file ({})", entry.path().string(), kind));
         continue;
       }
-      (ext == ".cuprobe" ? files : dumps).push_back(entry.path().string());
+      (trace_file ? files : dumps).push_back(entry.path().string());
     }
     if (ec) return Error{fmt::format("{}: cannot list: {}", path, ec.message())};
     if (files.empty()) files = std::move(dumps);
     if (files.empty()) {
-      return Error{fmt::format("{}: no trace files (*.cuprobe, or *.jsonl from cuprobe dump) in this directory; no "
-                               "traced process made a CUDA call, or the shim was not preloaded",
-                               path)};
+      return Error{fmt::format(
+          "{}: no trace files (*.cuprobe or *.cuprobe.zst, or *.jsonl from cuprobe dump) in this directory; no "
+          "traced process made a CUDA call, or the shim was not preloaded",
+          path)};
     }
     std::sort(files.begin(), files.end());
   } else if (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode)) {

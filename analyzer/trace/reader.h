@@ -525,8 +525,12 @@ class TraceFile : public Trace {
     uint64_t calls;
   };
 
-  const char* base_ = nullptr;
-  size_t size_ = 0;
+  // The mapping (or, packed, the unpacked copy, which release_events gives back and map_in makes again).
+  mutable const char* base_ = nullptr;
+  mutable size_t size_ = 0;
+  uint64_t file_size_ = 0;  // of the file itself (packed or not)
+  bool packed_ = false;     // a zstd file (cuprobe pack)
+  bool unpack(std::string* error) const;
   uint32_t chunk_size_ = trace::kChunkSize;
   uint64_t last_ticks_ = 0;
   Clock clock_;
