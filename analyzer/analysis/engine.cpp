@@ -13,6 +13,7 @@
 
 #include "analysis/call_site_text.h"
 #include "analysis/common.h"
+#include "analysis/facts_io.h"
 #include "analysis/pinning.h"
 #include "analysis/search_budget.h"
 #include "utf8.h"
@@ -277,9 +278,15 @@ Result<Report> analyze(const AnalyzeOptions& options) {
   unsigned workers = options.threads > 0 ? unsigned(options.threads) : std::max(1u, std::thread::hardware_concurrency());
   workers = std::min<unsigned>(workers, unsigned(traces.size()));
   std::atomic<size_t> next{0};
+  std::vector<std::string> unreadable(traces.size());  // facts files' facts that could not be read
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < traces.size();) {
-      all.processes[i] = gather_facts(*traces[i], fo);
+      auto f = facts_of(*traces[i], fo);
+      if (f) {
+        all.processes[i] = std::move(*f);
+      } else {
+        unreadable[i] = f.error().message;
+      }
       traces[i]->release_events();  // resident memory stays at about one trace per worker
     }
   };
@@ -287,6 +294,12 @@ Result<Report> analyze(const AnalyzeOptions& options) {
   for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
+  for (size_t i = traces.size(); i-- > 0;) {
+    if (unreadable[i].empty()) continue;
+    report.warnings.push_back(unreadable[i] + "; that process is left out");
+    all.processes.erase(all.processes.begin() + long(i));
+  }
+  if (all.processes.empty()) return Error{"no process could be read: " + report.warnings.back()};
   // Reports list processes (and rules visit them) in an order that does not depend on file names
   // or pids alone: by rank, then by host, device and pid (analysis/common.h).
   std::stable_sort(all.processes.begin(), all.processes.end(), process_before);

@@ -26,6 +26,7 @@ namespace cuprobe::analysis {
 ProcessFacts gather_facts(const reader::Trace& trace, const FactOptions& options) {
   ProcessFacts f;
   f.trace = &trace;
+  f.warmup_fraction = options.warmup_fraction;
   f.pid = trace.pid();
   f.host = trace.process().hostname;
   f.rank = trace.process().rank;

@@ -261,6 +261,7 @@ struct ProcessFacts {
   std::vector<uint64_t> step_starts;
   uint64_t steps = 0;
   uint64_t warmup_end_ns = 0;  // second_pass_ns when seen, else the first part of the job
+  double warmup_fraction = 0.2;  // the FactOptions it was gathered with: the part of the job warmup_end_ns stands for
   // Where the second step began (step_starts[1]), 0 when not seen.
   uint64_t second_pass_ns = 0;
   uint64_t events = 0;

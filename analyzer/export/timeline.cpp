@@ -7,6 +7,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -266,7 +267,14 @@ Result<bool> walk_job(const std::vector<std::string>& paths, TimelineSink& sink,
   uint64_t total = 0;
   for (const auto& t : traces) total += t->call_records();
   uint64_t done = 0;
+  std::set<std::string> facts_files;
   for (const auto& t : traces) {
+    if (t->facts() != nullptr && facts_files.insert(t->path()).second && options.warnings) {
+      options.warnings->push_back(
+          fmt::format("{}: a facts file: its processes, findings and summaries are here, not "
+                      "their calls (a timeline needs the traces themselves)",
+                      t->path()));
+    }
     walk_trace(*t, sink, options, done, total);
     done += t->call_records();
     if (options.warnings) {

@@ -858,6 +858,41 @@ class JsonlTrace : public Trace {
     b_.stack(std::move(st));
   }
 
+  // A facts line (cuprobe facts; analysis/facts_io.h): a part of the process's facts, kept as
+  // read (the analysis checks it); the original trace's integrity restored.
+  void add_facts(const json& j) {
+    std::string key = str(j, "key");
+    if (key.empty()) throw BadValue{"a facts line without \"key\""};
+    if (key == "trace_integrity") {
+      const json* v = find(j, "value");
+      if (!v || !v->is_object()) throw BadValue{"trace_integrity without an object \"value\""};
+      Integrity in;
+      in.skipped_chunks = u64(*v, "skipped_chunks");
+      in.resyncs = u64(*v, "resyncs");
+      in.skipped_bytes = u64(*v, "skipped_bytes");
+      in.inconsistent = u64(*v, "inconsistent");
+      in.first_chunk = str(*v, "first_chunk");
+      in.first_resync = str(*v, "first_resync");
+      in.first_inconsistent = str(*v, "first_inconsistent");
+      std::vector<std::string> notes;
+      for (const auto& n : array(*v, "diagnostics")) {
+        if (!n.is_string()) bad("diagnostics", n, "a string");
+        notes.push_back(n.get<std::string>());
+      }
+      b_.restore_integrity(in, u64(*v, "damaged_records"), u64(*v, "ignored_events"));
+      for (auto& n : notes) b_.note(std::move(n));
+      return;
+    }
+    if (const json* items = find(j, "items")) {
+      if (!items->is_array()) bad("items", *items, "a list");
+      b_.facts_part(key, *items, true);
+    } else if (const json* value = find(j, "value")) {
+      b_.facts_part(key, *value, false);
+    } else {
+      throw BadValue{"a facts line without \"value\" or \"items\""};
+    }
+  }
+
   void add_module(const json& j) {
     Module m;
     m.path = str(j, "path");
@@ -1192,8 +1227,19 @@ class JsonlReader {
       if (!type_value->is_string()) bad("type", *type_value, "a string");
       const std::string& type = type_value->get_ref<const std::string&>();
       if (type == "search") return;  // rebuilt from the calls
+      if (type == "facts_file") return;  // a facts file's first line; each process's facts carry their version
+      if (type == "facts_process") {
+        // A facts file's processes come from many machines or containers, whose pids may repeat:
+        // each one's lines follow such a line with a number of its own, and are told apart by it.
+        const json* n = find(j, "proc");
+        if (!n || !n->is_number_unsigned() || n->get<uint64_t>() > UINT32_MAX)
+          throw BadValue{"facts_process without \"proc\""};
+        space_ = n->get<uint64_t>() + 1;
+        return;
+      }
       if (type != "process" && type != "api" && type != "call" && type != "count" && type != "stack" &&
-          type != "fault_rule" && type != "crash" && type != "problem" && type != "module" && type != "pin") {
+          type != "fault_rule" && type != "crash" && type != "problem" && type != "module" && type != "pin" &&
+          type != "facts") {
         damage_.unknown_type(line_no_, type);
         return;
       }
@@ -1221,6 +1267,8 @@ class JsonlReader {
         t->add_problem_line(j);
       } else if (type == "module") {
         t->add_module(j);
+      } else if (type == "facts") {
+        t->add_facts(j);
       }
       if (!partly.empty()) damage_.partial(line_no_, "too many fields", partly);
     } catch (const BadValue& e) {
@@ -1242,8 +1290,8 @@ class JsonlReader {
     std::vector<std::string> notes = damage_.notes(line_no_);
     if (!read_error.empty()) notes.push_back(read_error);
     std::vector<std::unique_ptr<Trace>> out;
-    for (uint32_t pid : order_) {
-      auto& t = by_pid_[pid];
+    for (uint64_t key : order_) {
+      auto& t = by_pid_[key];
       if (out.empty()) t->add_damage(notes, damage_.damaged());  // the input's damage goes with its first process
       t->done();
       out.push_back(std::move(t));
@@ -1259,18 +1307,20 @@ class JsonlReader {
 
  private:
   JsonlTrace* trace_of(uint32_t pid) {
-    auto it = by_pid_.find(pid);
+    uint64_t key = space_ << 32 | pid;
+    auto it = by_pid_.find(key);
     if (it != by_pid_.end()) return it->second.get();
     if (by_pid_.size() >= kMaxProcesses) return nullptr;
-    order_.push_back(pid);
-    return by_pid_.emplace(pid, std::make_unique<JsonlTrace>(name_, pid)).first->second.get();
+    order_.push_back(key);
+    return by_pid_.emplace(key, std::make_unique<JsonlTrace>(name_, pid)).first->second.get();
   }
 
   std::string name_;
   size_t line_no_ = 0;
   Damage damage_;
-  std::unordered_map<uint32_t, std::unique_ptr<JsonlTrace>> by_pid_;
-  std::vector<uint32_t> order_;
+  uint64_t space_ = 0;  // the latest facts_process line's number + 1; 0 in dump output
+  std::unordered_map<uint64_t, std::unique_ptr<JsonlTrace>> by_pid_;  // by (space_, pid)
+  std::vector<uint64_t> order_;
 };
 
 Result<std::vector<std::unique_ptr<Trace>>> read_lines(LineSource& source, const std::string& name) {

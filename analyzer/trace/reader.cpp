@@ -426,6 +426,23 @@ void TraceBuilder::module(Module m) {
   else modules.insert(it, std::move(m));
 }
 
+void TraceBuilder::facts_part(const std::string& key, nlohmann::json value, bool items) {
+  if (!t_.facts_) t_.facts_ = std::make_shared<nlohmann::json>(nlohmann::json::object());
+  nlohmann::json& slot = (*t_.facts_)[key];
+  if (items && slot.is_array()) {
+    for (auto& v : value) slot.push_back(std::move(v));
+  } else {
+    slot = std::move(value);
+  }
+}
+
+void TraceBuilder::restore_integrity(const Trace::Integrity& integrity, uint64_t damaged_records,
+                                     uint64_t ignored_events) {
+  t_.integrity_ = integrity;
+  t_.damaged_records_ = damaged_records;
+  t_.ignored_events_ = ignored_events;
+}
+
 void TraceBuilder::damaged(uint64_t records, bool ignored) {
   t_.damaged_records_ += records;
   if (ignored) t_.ignored_events_ += records;
@@ -1493,9 +1510,9 @@ Result<std::vector<std::string>> find_trace_files(const std::string& path, std::
   }
   std::vector<std::string> files;
   if (S_ISDIR(st.st_mode)) {
-    // A run directory holds *.cuprobe files (*.cuprobe.zst once packed); a directory of `cuprobe
-    // dump` output, *.jsonl (*.jsonl.zst). Only regular files are read: a FIFO would block, and a
-    // symbolic link could make another user's run directory show any file of theirs as a trace.
+    // A run directory holds *.cuprobe files (*.cuprobe.zst once packed), or facts files (*.facts,
+    // cuprobe facts); a directory of `cuprobe dump` output, *.jsonl (*.jsonl.zst). Only regular files are read: a FIFO
+    // would block, and a symbolic link could make another user's run directory show any file of theirs as a trace.
     std::error_code ec;
     std::vector<std::string> dumps;
     std::set<std::string> names;
@@ -1505,7 +1522,7 @@ Result<std::vector<std::string>> find_trace_files(const std::string& path, std::
       auto ends = [&](std::string_view suffix) {
         return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
       };
-      bool trace_file = ends(".cuprobe") || ends(".cuprobe.zst");
+      bool trace_file = ends(".cuprobe") || ends(".cuprobe.zst") || ends(".facts");
       if (!trace_file && !ends(".jsonl") && !ends(".jsonl.zst")) continue;
       if (ends(".zst") && names.count(name.substr(0, name.size() - 4))) {
         // Both the file and its packed copy (a pack that was stopped before it removed the file).
@@ -1539,7 +1556,7 @@ Result<std::vector<std::string>> find_trace_files(const std::string& path, std::
     if (files.empty()) files = std::move(dumps);
     if (files.empty()) {
       return Error{fmt::format(
-          "{}: no trace files (*.cuprobe or *.cuprobe.zst, or *.jsonl from cuprobe dump) in this directory; no "
+          "{}: no trace files (*.cuprobe, *.cuprobe.zst, *.facts, or *.jsonl from cuprobe dump) in this directory; no "
           "traced process made a CUDA call, or the shim was not preloaded",
           path)};
     }

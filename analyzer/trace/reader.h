@@ -17,6 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cuprobe/problem.h"
 #include "cuprobe/trace_format.h"
 #include "enum_names.h"
@@ -329,6 +331,11 @@ class Trace {
   // Wall-clock time of a monotonic timestamp of this process (aligns processes and hosts).
   uint64_t wall_ns(uint64_t mono_ns) const { return start_real_ns_ + (mono_ns - start_mono_ns_); }
 
+  // A process read from a facts file (cuprobe facts; analysis/facts_io.h): its facts, the parts
+  // merged into one object. nullptr for a trace (its facts come from a pass over its calls, of
+  // which a facts file has none).
+  const nlohmann::json* facts() const { return facts_.get(); }
+
   // Visits every call in timestamp order (ties: thread id, then file order).
   virtual void for_each_event(const std::function<void(const Event&)>& fn) const = 0;
   // Gives back the memory the calls occupied after a pass; another pass reads them again.
@@ -385,6 +392,7 @@ class Trace {
   std::map<uint32_t, Stack> stacks_;
   std::vector<Module> modules_;
   mutable std::vector<std::string> diagnostics_;
+  std::shared_ptr<nlohmann::json> facts_;
 };
 
 // How a reader other than the binary one (the JSON Lines reader) fills the Trace it derives
@@ -432,6 +440,11 @@ class TraceBuilder {
   void crash(Crash c) { t_.crashes_.push_back(std::move(c)); }
 
   void note(std::string message) { t_.note(std::move(message)); }
+  // A part of a facts file's facts (analysis/facts_io.h): `value` set under `key`, or with
+  // `items`, its items appended to the list there.
+  void facts_part(const std::string& key, nlohmann::json value, bool items);
+  // What the reader of the original trace found wrong with it, as a facts file carries it.
+  void restore_integrity(const Trace::Integrity& integrity, uint64_t damaged_records, uint64_t ignored_events);
   // Records the input held that could not be used (lines); `ignored`: calls left out of the pass.
   void damaged(uint64_t records, bool ignored);
 

@@ -12,12 +12,13 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "cmds/dump_lines.h"
 #include "cudnn_status.h"
 #include "json_line.h"
 #include "trace/jsonl_writer.h"
-#include "trace/symbolize.h"
 #include "trace/reader.h"
 #include "trace/searches.h"
+#include "trace/symbolize.h"
 
 namespace cuprobe::cli {
 
@@ -95,7 +96,7 @@ std::string string_array(const std::vector<std::string>& items) {
   return arr + "]";
 }
 
-void print_process(const reader::Trace& t, JsonLine& j) {
+void print_process(const reader::Trace& t, JsonLine& j, FILE* out) {
   const reader::Process& p = t.process();
   j.begin();
   j.str("type", "process");
@@ -189,7 +190,7 @@ void print_process(const reader::Trace& t, JsonLine& j) {
     j.raw("coverage", std::string(cj.finish()));
   }
   if (!t.diagnostics().empty()) j.raw("diagnostics", string_array(t.diagnostics()));
-  j.end(stdout);
+  j.end(out);
 }
 
 std::string candidate_json(const reader::SearchCandidate& c) {
@@ -268,15 +269,15 @@ std::string results_json(const std::vector<trace::AlgoResult>* results) {
 
 // The typed problems of the process (problem.h ProblemDesc, cuDNN's own enum values), each with
 // its text, before the calls that name them by that text.
-void print_problems(const reader::Trace& t, JsonLine& j) {
+void print_problems(const reader::Trace& t, JsonLine& j, FILE* out) {
   for (const reader::Problem& p : t.problems()) {
     if (p.id == 0) continue;
-    jsonl::write_problem_line(j, t.pid(), p.hash, p.text, p.typed ? &p.desc : nullptr, stdout);
+    jsonl::write_problem_line(j, t.pid(), p.hash, p.text, p.typed ? &p.desc : nullptr, out);
   }
 }
 
 // The API table of the process, so that the JSON Lines describe themselves as the binary does.
-void print_apis(const reader::Trace& t, JsonLine& j) {
+void print_apis(const reader::Trace& t, JsonLine& j, FILE* out) {
   for (size_t id = 0; id < t.apis().size(); ++id) {
     const reader::Api& a = t.apis()[id];
     if (a.name.empty()) continue;
@@ -289,11 +290,11 @@ void print_apis(const reader::Trace& t, JsonLine& j) {
     j.str("library", reader::library_name(a.library));
     j.num("flags", a.flags);
     j.str("fields", fields);
-    j.end(stdout);
+    j.end(out);
   }
 }
 
-void print_events(const reader::Trace& t, const Filter& filter, JsonLine& j) {
+void print_events(const reader::Trace& t, const Filter& filter, JsonLine& j, FILE* out) {
   // Device allocations still live, so that frees can say how much they release.
   std::unordered_map<uint64_t, uint64_t> live;
   std::vector<std::string> searches;
@@ -366,13 +367,13 @@ void print_events(const reader::Trace& t, const Filter& filter, JsonLine& j) {
       j.num("fault_k", e.fault_k);
     }
     if (e.pinned()) j.raw("pinned", "true");
-    j.end(stdout);
+    j.end(out);
   });
   tracker.finish();
   for (const auto& s : searches) std::printf("%s\n", s.c_str());
 }
 
-void print_fault_rules(const reader::Trace& t, JsonLine& j) {
+void print_fault_rules(const reader::Trace& t, JsonLine& j, FILE* out) {
   for (const auto& r : t.fault_rules()) {
     j.begin();
     j.str("type", "fault_rule");
@@ -383,18 +384,19 @@ void print_fault_rules(const reader::Trace& t, JsonLine& j) {
     j.str("scope", r.scope == 1 ? "thread" : "process");
     j.num("matched", r.matched);
     j.num("injected", r.injected);
-    j.end(stdout);
+    j.end(out);
   }
 }
 
 // The files the process had mapped (the shim writes them with stacks): which copy of each
 // library was loaded, for analyses that read a dump (env-drift).
-void print_modules(const reader::Trace& t, JsonLine& j) {
-  for (const auto& m : t.modules()) jsonl::write_module_line(j, t.pid(), m.path, m.start, m.end, m.bias, m.build_id, stdout);
+void print_modules(const reader::Trace& t, JsonLine& j, FILE* out) {
+  for (const auto& m : t.modules())
+    jsonl::write_module_line(j, t.pid(), m.path, m.start, m.end, m.bias, m.build_id, out);
 }
 
 // Every distinct stack of the process, symbolized here (offline) unless --no-symbols.
-void print_stacks(const reader::Trace& t, const Filter& filter, JsonLine& j) {
+void print_stacks(const reader::Trace& t, const Filter& filter, JsonLine& j, FILE* out) {
   if (t.stacks().empty()) return;
   reader::Symbolizer sym(filter.symbol_dirs);
   for (const auto& [id, st] : t.stacks()) {
@@ -447,11 +449,11 @@ void print_stacks(const reader::Trace& t, const Filter& filter, JsonLine& j) {
     j.num("id", id);
     j.raw("python", py + "]");
     j.raw("native", native + "]");
-    j.end(stdout);
+    j.end(out);
   }
 }
 
-void print_tail(const reader::Trace& t, JsonLine& j) {
+void print_tail(const reader::Trace& t, JsonLine& j, FILE* out) {
   for (const auto& c : t.counts()) {
     j.begin();
     j.str("type", "count");
@@ -460,7 +462,7 @@ void print_tail(const reader::Trace& t, JsonLine& j) {
     j.num("tid", c.tid);
     j.inum("device", c.device);
     j.num("calls", c.calls);
-    j.end(stdout);
+    j.end(out);
   }
   for (const auto& p : t.pins()) {
     jsonl::PinLine l;
@@ -478,7 +480,7 @@ void print_tail(const reader::Trace& t, JsonLine& j) {
     l.search_ms = p.search_ms;
     l.replaced_ms = p.replaced_ms;
     l.moved = p.moved;
-    jsonl::write_pin_line(j, l, stdout);
+    jsonl::write_pin_line(j, l, out);
   }
   for (const auto& c : t.crashes()) {
     j.begin();
@@ -491,11 +493,25 @@ void print_tail(const reader::Trace& t, JsonLine& j) {
       j.str("api_in_flight", c.api_in_flight);
       j.num("in_flight_since_ns", c.in_flight_start_ns);
     }
-    j.end(stdout);
+    j.end(out);
   }
 }
 
 }  // namespace
+
+void write_process_lines(const reader::Trace& t, FILE* out, const std::vector<std::string>& symbol_dirs, bool symbols) {
+  Filter filter;
+  filter.symbol_dirs = symbol_dirs;
+  filter.symbols = symbols;
+  JsonLine j;
+  print_process(t, j, out);
+  print_apis(t, j, out);
+  print_problems(t, j, out);
+  print_fault_rules(t, j, out);
+  print_modules(t, j, out);
+  print_stacks(t, filter, j, out);
+  print_tail(t, j, out);
+}
 
 int cmd_dump(const Args& args) {
   Filter filter;
@@ -539,14 +555,14 @@ int cmd_dump(const Args& args) {
         size_t told = tf.diagnostics().size();
         for (const auto& d : tf.diagnostics()) fmt::print(stderr, "cuprobe dump: {}: {}\n", file, d);
         if (filter.pid >= 0 && long(tf.pid()) != filter.pid) continue;
-        print_process(tf, j);
-        print_apis(tf, j);
-        if (filter.events) print_problems(tf, j);
-        print_fault_rules(tf, j);
-        if (filter.calls) print_modules(tf, j);
-        if (filter.calls) print_stacks(tf, filter, j);
-        if (filter.events) print_events(tf, filter, j);
-        print_tail(tf, j);
+        print_process(tf, j, stdout);
+        print_apis(tf, j, stdout);
+        if (filter.events) print_problems(tf, j, stdout);
+        print_fault_rules(tf, j, stdout);
+        if (filter.calls) print_modules(tf, j, stdout);
+        if (filter.calls) print_stacks(tf, filter, j, stdout);
+        if (filter.events) print_events(tf, filter, j, stdout);
+        print_tail(tf, j, stdout);
         // A pass over the calls can find more (the file changed while it was read).
         for (size_t k = told; k < tf.diagnostics().size(); ++k) {
           fmt::print(stderr, "cuprobe dump: {}: {}\n", file, tf.diagnostics()[k]);

@@ -20,15 +20,16 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analysis/engine.h"
 #include "analysis/facts.h"
+#include "analysis/facts_io.h"
 #include "cli.h"
 #include "cmds/output_file.h"
-#include "plan_pin_text.h"
-#include "analysis/engine.h"
-#include "utf8.h"
 #include "cuprobe/trace_format.h"
+#include "plan_pin_text.h"
 #include "trace/reader.h"
 #include "trace/searches.h"
+#include "utf8.h"
 
 namespace cuprobe::cli {
 
@@ -278,7 +279,12 @@ size_t plans_of_runs(const std::vector<std::string>& runs, std::map<decltype(Pla
     auto traces = reader::open_all({run}, &warnings);
     if (!traces) throw UsageError(traces.error().message);
     for (auto& t : *traces) {
-      analysis::ProcessFacts f = analysis::gather_facts(*t, analysis::FactOptions{});
+      auto read = analysis::facts_of(*t, analysis::FactOptions{});
+      if (!read) {
+        warnings.push_back(read.error().message + "; its plans are left out");
+        continue;
+      }
+      analysis::ProcessFacts& f = *read;
       std::set<uint64_t> pinned;
       std::map<uint64_t, const reader::PinEvent*> later;  // deferred searches of budgeted problems
       for (const auto& p : t->pins()) {
