@@ -19,7 +19,7 @@ set -euo pipefail
 demo=(cmake ninja-build g++ binutils libfmt-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev libdw-dev zlib1g-dev
       libzstd-dev)
 package=(python3 python3-build python3-setuptools python3-wheel python3-venv)
-tests=(libgtest-dev libgmock-dev zstd sqlite3 protobuf-compiler libprotobuf-dev chromium)
+tests=(libgtest-dev libgmock-dev zstd slurm-wlm sqlite3 protobuf-compiler libprotobuf-dev chromium)
 packages=("${demo[@]}")
 fuzz=0
 case "${1:-}" in

@@ -42,14 +42,14 @@ sudo=""
 $sudo "$root/tests/packaging/old_glibc.sh" "$root/build-chroot/bullseye" "$root/build/packages"
 stage "ASan+UBSan build (build-asan/)"
 "$root/scripts/build.sh" "$root/build-asan" -DCUPROBE_SANITIZE=ON -DCUPROBE_BUILD_BENCH=OFF
-(cd "$root/build-asan" && ctest --output-on-failure -j "$(nproc)" -LE packaging)
+(cd "$root/build-asan" && ctest --output-on-failure -j "$(nproc)" -LE "packaging|slurm")
 stage "TSan build (build-tsan/)"
 "$root/scripts/build.sh" "$root/build-tsan" -DCUPROBE_TSAN=ON -DCUPROBE_BUILD_BENCH=OFF
 # Left out under TSan: two single-threaded volume tests (2 million cuDNN descriptor calls; 200
 # hostile JSON Lines files with memory bounds set for ASan at most) that take 5 minutes there and
 # find no race; the two builds above run them. The packages are tested in the normal build.
 tsan_skip='^(CudnnCapture\.DescriptorStormKeepsTheMirrorBounded|JsonlHostile\.TwoHundredHostileFiles)$'
-(cd "$root/build-tsan" && ctest --output-on-failure -j "$(nproc)" -E "$tsan_skip" -LE packaging)
+(cd "$root/build-tsan" && ctest --output-on-failure -j "$(nproc)" -E "$tsan_skip" -LE "packaging|slurm")
 stage "fuzzing"
 "$root/scripts/fuzz.sh" "${CUPROBE_FUZZ_SECONDS:-60}"
 echo "cuprobe: all tests passed (normal, ASan+UBSan and TSan builds, packages, lib64 install, glibc 2.31 chroot) and the fuzz targets found nothing"
