@@ -15,6 +15,7 @@
 #include "analysis/common.h"
 #include "analysis/facts_io.h"
 #include "analysis/pinning.h"
+#include "analysis/rank_groups.h"
 #include "analysis/search_budget.h"
 #include "utf8.h"
 
@@ -241,12 +242,14 @@ json summarize(const AllFacts& all) {
           {"searches", searches},
           {"unfinished_processes", unfinished},
           {"calls_by_api", top},
-          {"faults", [&] {
+          {"faults",
+           [&] {
              json out = json::array();
              for (const auto& name : fault_order) out.push_back(fault_rules[name]);
              return out;
            }()},
-          {"per_process", processes}};
+          {"per_process", processes},
+          {"rank_groups", rank_groups(all.processes, processes)}};
 }
 
 }  // namespace
@@ -397,8 +400,9 @@ Report for_terminal(const Report& raw) {
 // The ranks line, and the line counting processes without one (docs/analyze-json.md#ranks).
 void print_ranks(FILE* out, const json& s) {
   if (!s["ranks"].empty()) {
-    std::string ranks;
-    for (const auto& k : s["ranks"]) ranks += fmt::format("{}{}", ranks.empty() ? "" : ", ", k.get<int>());
+    std::vector<int> list;
+    for (const auto& k : s["ranks"]) list.push_back(k.get<int>());
+    std::string ranks = rank_ranges(list);
     std::string from;
     for (const auto& src : s.value("rank_sources", json::array())) {
       std::string name = src == "env"    ? "the launcher's variables"
@@ -465,7 +469,71 @@ void print_launchers(FILE* out, const json& s) {
 
 }  // namespace
 
-void print_report(const Report& raw, bool color, FILE* out) {
+// The processes of a job of many (summary.rank_groups): each group of processes alike on one line,
+// then the outliers with what makes each differ, the first kOutliersShown of them.
+void print_groups(FILE* out, const json& rg) {
+  constexpr size_t kOutliersShown = 20;
+  for (const auto& g : rg["groups"]) {
+    if (g["count"].get<size_t>() == 0) continue;
+    std::string who = g["ranks"].get<std::string>().empty() ? "" : "ranks " + g["ranks"].get<std::string>();
+    if (size_t u = g["unranked"].get<size_t>())
+      who += fmt::format("{}{} without a rank", who.empty() ? "" : " and ", u);
+    std::string mem;
+    for (const auto& m : g["memory"]) {
+      uint64_t lo = m["peak_min"], hi = m["peak_max"];
+      mem += fmt::format("; device {} peak {}", m["device"].get<int>(),
+                         lo == hi ? human_bytes(hi) : human_bytes(lo) + " to " + human_bytes(hi));
+    }
+    const json& ev = g["events"];
+    const json& du = g["duration_s"];
+    fmt::print(out, "  {} of {} processes alike ({} on {} host{}): {}, {}, {} searches, {} problems, {} events, {}{}\n",
+               g["count"].get<size_t>(), rg["processes"].get<size_t>(), who, g["hosts"].get<size_t>(),
+               g["hosts"].get<size_t>() == 1 ? "" : "s", g["program"].get<std::string>(), g["state"].get<std::string>(),
+               g["searches"].get<size_t>(), g["problems"].get<size_t>(),
+               ev["min"] == ev["max"] ? fmt::format("{}", ev["min"].get<uint64_t>())
+                                      : fmt::format("{} to {}", ev["min"].get<uint64_t>(), ev["max"].get<uint64_t>()),
+               du["min"] == du["max"]
+                   ? seconds_text(du["min"].get<double>())
+                   : seconds_text(du["min"].get<double>()) + " to " + seconds_text(du["max"].get<double>()),
+               mem);
+  }
+  const json& o = rg["outliers"];
+  if (!o.empty()) {
+    fmt::print(out, "  {} outlier{} (each against the processes alike):\n", o.size(), o.size() == 1 ? "" : "s");
+    for (size_t i = 0; i < o.size() && i < kOutliersShown; ++i) {
+      std::string why;
+      for (const auto& w : o[i]["differs"]) why += (why.empty() ? "" : "; ") + w.get<std::string>();
+      fmt::print(out, "    {}: {}\n", o[i]["label"].get<std::string>(), why);
+    }
+    if (o.size() > kOutliersShown) fmt::print(out, "    and {} more\n", o.size() - kOutliersShown);
+  }
+  fmt::print(out, "  (cuprobe analyze --per-rank lists every process; --json keeps them all)\n");
+}
+
+// The devices of the summary: one line each, or in a job of many, one line per kind of device.
+void print_devices(FILE* out, const json& s) {
+  constexpr size_t kEach = 8;
+  if (s["devices"].size() <= kEach) {
+    for (const auto& d : s["devices"]) {
+      fmt::print(out, "  device: {} {} {} ({}, {})\n", d["host"].get<std::string>(), d["index"].get<int>(),
+                 d["name"].get<std::string>(), human_bytes(d["total_mem"].get<uint64_t>()),
+                 d["uuid"].get<std::string>());
+    }
+    return;
+  }
+  std::map<std::pair<std::string, uint64_t>, std::pair<size_t, std::set<std::string>>> kinds;
+  for (const auto& d : s["devices"]) {
+    auto& k = kinds[{d["name"].get<std::string>(), d["total_mem"].get<uint64_t>()}];
+    ++k.first;
+    k.second.insert(d["host"].get<std::string>());
+  }
+  for (const auto& [kind, n] : kinds) {
+    fmt::print(out, "  devices: {} × {} ({}) on {} host{}\n", n.first, kind.first, human_bytes(kind.second),
+               n.second.size(), n.second.size() == 1 ? "" : "s");
+  }
+}
+
+void print_report(const Report& raw, bool color, FILE* out, bool per_rank) {
   const Report r = for_terminal(raw);
   auto paint = [&](const char* code, const std::string& s) {
     return color ? fmt::format("\033[{}m{}\033[0m", code, s) : s;
@@ -473,22 +541,27 @@ void print_report(const Report& raw, bool color, FILE* out) {
   const json& s = r.summary;
   fmt::print(out, "{}\n", paint("1", "cuprobe analysis"));
   std::string hosts;
-  for (const auto& h : s["hosts"]) hosts += (hosts.empty() ? "" : ", ") + h.get<std::string>();
+  constexpr size_t kHostsNamed = 6;
+  for (size_t i = 0; i < s["hosts"].size() && i < kHostsNamed; ++i) {
+    hosts += (hosts.empty() ? "" : ", ") + s["hosts"][i].get<std::string>();
+  }
+  if (s["hosts"].size() > kHostsNamed) hosts += fmt::format(" and {} more", s["hosts"].size() - kHostsNamed);
   fmt::print(out, "  {} process{} on {} host{} ({}), {} events over {}\n", s["processes"].get<int>(),
              s["processes"].get<int>() == 1 ? "" : "es", s["hosts"].size(), s["hosts"].size() == 1 ? "" : "s", hosts,
              s["events"].get<uint64_t>(), seconds_text(s["duration_s"].get<double>()));
   print_ranks(out, s);
-  for (const auto& d : s["devices"]) {
-    fmt::print(out, "  device: {} {} {} ({}, {})\n", d["host"].get<std::string>(), d["index"].get<int>(),
-               d["name"].get<std::string>(), human_bytes(d["total_mem"].get<uint64_t>()), d["uuid"].get<std::string>());
-  }
+  print_devices(out, s);
   std::string calls;
   for (auto it = s["calls_by_api"].begin(); it != s["calls_by_api"].end(); ++it) {
     calls += fmt::format("{}{} {}", calls.empty() ? "" : ", ", it.key(), it.value().get<uint64_t>());
   }
   fmt::print(out, "  calls: {}\n", calls);
-  for (const auto& p : s["per_process"]) {
-    if (!p.value("launcher", false)) print_process(out, p);
+  if (const json& rg = s["rank_groups"]; rg.is_object() && !per_rank) {
+    print_groups(out, rg);
+  } else {
+    for (const auto& p : s["per_process"]) {
+      if (!p.value("launcher", false)) print_process(out, p);
+    }
   }
   print_launchers(out, s);
   if (!s["faults"].empty()) {
@@ -512,7 +585,21 @@ void print_report(const Report& raw, bool color, FILE* out) {
     return;
   }
   fmt::print(out, "{}\n", paint("1", fmt::format("{} finding{}", r.findings.size(), r.findings.size() == 1 ? "" : "s")));
+  // A rule that found the same thing on many processes (a job of thousands of ranks): its first
+  // kSameShown findings in full, the others on one line at the end, by rank (JSON has them all).
+  constexpr size_t kSameShown = 3;
+  std::map<std::string, size_t> shown;
+  std::vector<std::string> folded_order;
+  std::map<std::string, std::vector<const Finding*>> folded;
+  std::map<uint32_t, int> rank_of_pid;
+  for (const auto& p : s["per_process"]) rank_of_pid[p["pid"].get<uint32_t>()] = p["rank"].get<int>();
   for (const auto& f : r.findings) {
+    std::string key = f.rule + "\x1f" + f.title;
+    if (!per_rank && !f.pids.empty() && shown[key]++ >= kSameShown) {
+      if (folded[key].empty()) folded_order.push_back(key);
+      folded[key].push_back(&f);
+      continue;
+    }
     const char* code = f.severity == Severity::kError ? "1;31" : f.severity == Severity::kWarning ? "1;33" : "1;36";
     fmt::print(out, "\n{} {} {}{}\n", paint(code, fmt::format("[{}]", severity_name(f.severity))),
                paint("1", f.rule), f.title,
@@ -521,6 +608,26 @@ void print_report(const Report& raw, bool color, FILE* out) {
     for (const auto& p : f.problems) fmt::print(out, "    - {}\n", p);
     for (const auto& c : f.call_sites) fmt::print(out, "    at {}\n", short_call_site(c));
     if (!f.fix.empty()) fmt::print(out, "  {} {}\n", paint("32", "fix:"), f.fix);
+  }
+  for (const auto& key : folded_order) {
+    const auto& more = folded[key];
+    std::vector<int> ranks;
+    std::vector<std::string> others;
+    for (const Finding* f : more) {
+      for (uint32_t pid : f->pids) {
+        auto it = rank_of_pid.find(pid);
+        if (it != rank_of_pid.end() && it->second >= 0) {
+          ranks.push_back(it->second);
+        } else if (others.size() < 8) {
+          others.push_back(fmt::format("pid {}", pid));
+        }
+      }
+    }
+    std::string where = ranks.empty() ? "" : (ranks.size() == 1 ? "rank " : "ranks ") + rank_ranges(ranks);
+    for (const auto& o : others) where += (where.empty() ? "" : ", ") + o;
+    fmt::print(out, "\n{} {} more {} finding{} like those above ({}), on {}; --per-rank or --json shows each\n",
+               paint("1", "..."), more.size(), more.front()->rule, more.size() == 1 ? "" : "s", more.front()->title,
+               where);
   }
 }
 

@@ -45,7 +45,9 @@ nlohmann::json findings_json(const std::vector<Finding>& findings);
 bool finding_before(const Finding& a, const Finding& b);
 // Prints the report as text; every string that can hold a trace's bytes is made safe for a
 // terminal first (control characters escaped: utf8::terminal_safe).
-void print_report(const Report& report, bool color, FILE* out);
+// With 16 processes or more (rank_groups.h), the summary lists groups of processes alike and the
+// outliers; `per_rank` lists every process instead.
+void print_report(const Report& report, bool color, FILE* out, bool per_rank = false);
 // Every string of `j`, keys included, as a terminal may show it (utf8::terminal_safe).
 nlohmann::json terminal_json(const nlohmann::json& j);
 

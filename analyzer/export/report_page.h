@@ -279,9 +279,35 @@ inline constexpr const char* kPageTail = R"PAGE(</script>
       sec.appendChild(wrap(table(['host', 'index', 'name', 'memory', 'uuid', 'PCI bus'],
         S.devices.map(function (v) { return [v.host, v.index, v.name, bytes(v.total_mem), v.uuid, v.pci_bus_id]; }), [0, 1, 0, 1, 0, 0])));
     }
+    // A job of many processes (16 and more): the groups alike and the outliers first, every
+    // process below them, folded (docs/analyze-json.md, rank_groups).
+    var RG = S.rank_groups;
+    if (RG && (RG.groups || []).length) {
+      sec.appendChild(el('h3', { text: 'Processes alike, and the outliers' }));
+      sec.appendChild(wrap(table(['processes', 'ranks', 'hosts', 'program', 'state', 'searches', 'problems', 'events', 'time', 'device memory (peak)'],
+        RG.groups.filter(function (g) { return g.count > 0; }).map(function (g) {
+          var span = function (v, f) { return !v ? '—' : v.min === v.max ? f(v.min) : f(v.min) + ' to ' + f(v.max); };
+          var mem = (g.memory || []).map(function (m) { return 'cuda:' + m.device + ' ' + span({ min: m.peak_min, max: m.peak_max }, bytes); }).join(', ');
+          return [num(g.count) + ' of ' + num(RG.processes), g.ranks || (g.unranked ? g.unranked + ' without a rank' : '—'), num(g.hosts),
+            g.program, g.state, num(g.searches), num(g.problems), span(g.events, num), span(g.duration_s, duration), mem || '—'];
+        }), [1, 0, 1, 0, 0, 1, 1, 1, 1, 0])));
+      if ((RG.outliers || []).length) {
+        sec.appendChild(wrap(table(['outlier', 'what differs from the processes alike'], RG.outliers.map(function (o) {
+          return [o.label, (o.differs || []).join('; ')];
+        }), [0, 0])));
+      } else {
+        sec.appendChild(el('p', { text: 'No outlier: every process looks like the others.' }));
+      }
+    }
     if ((S.per_process || []).length) {
-      sec.appendChild(el('h3', { text: 'Processes' }));
-      sec.appendChild(wrap(table(['process', 'command', 'calls', 'time', 'state', 'searches', 'device memory (peak)', 'dropped', 'trace holds'],
+      var holder = sec;
+      if (RG && (RG.groups || []).length) {
+        holder = el('details', {}, [el('summary', { text: 'Every process (' + S.per_process.length + ')' })]);
+        sec.appendChild(holder);
+      } else {
+        sec.appendChild(el('h3', { text: 'Processes' }));
+      }
+      holder.appendChild(wrap(table(['process', 'command', 'calls', 'time', 'state', 'searches', 'device memory (peak)', 'dropped', 'trace holds'],
         S.per_process.map(function (p) {
           var mem = (p.memory || []).map(function (m) { return 'cuda:' + m.device + ' ' + bytes(m.peak); }).join(', ');
           // A flight recorder's or a capture window's trace says which part of the run it holds.
@@ -297,7 +323,7 @@ inline constexpr const char* kPageTail = R"PAGE(</script>
       sec.appendChild(wrap(table(['API', 'calls'], keys.map(function (k) { return [el('code', { text: k }), num(S.calls_by_api[k])]; }), [0, 1])));
     }
     var known = ['processes', 'hosts', 'ranks', 'rank_sources', 'unranked_processes', 'devices', 'duration_s', 'events', 'searches',
-      'unfinished_processes', 'launcher_processes', 'calls_by_api', 'faults', 'per_process'];
+      'unfinished_processes', 'launcher_processes', 'calls_by_api', 'faults', 'per_process', 'rank_groups'];
     var other = {};
     Object.keys(S).forEach(function (k) { if (known.indexOf(k) < 0) other[k] = S[k]; });
     if (S.unfinished_processes) other.unfinished_processes = S.unfinished_processes;

@@ -26,9 +26,10 @@ see allocated (memory-coverage), plan pinning that stepped aside (plan-pinning),
 inconsistent CUDA/cuDNN environment across libraries or ranks (env-drift) and incomplete or
 damaged traces (trace-integrity); `cuprobe rules` lists them, `cuprobe explain RULE` explains one.
 
-PATH is a run directory, a trace file, or JSON Lines from `cuprobe dump` ("-" reads them from
-standard input). Many PATHs (every rank, every host) are analyzed as one job, aligned by wall
-clock.
+PATH is a run directory, a trace file (packed or not), a facts file from `cuprobe facts`, or
+JSON Lines from `cuprobe dump` ("-" reads them from standard input). Many PATHs (every rank,
+every host) are analyzed as one job, aligned by wall clock. With 16 processes or more the
+summary shows groups of processes alike and lists the outliers, each with what differs.
 
 Options:
   --json               machine-readable report (schema: docs/analyze-json.md)
@@ -42,6 +43,9 @@ Options:
                        (DIR/.build-id/NN/REST.debug too) under DIR when naming call sites
                        (traces copied from another machine); repeatable; CUPROBE_SYMBOLS
   --color / --no-color colour the report (default: only on a terminal)
+  --per-rank           list every process in the summary and every finding in full, however
+                       many (by default, from 16 processes on: groups alike and outliers; a
+                       rule's findings past its third on one line; --json always has all)
   -h, --help           this text
 
 Traces are read as untrusted input: a damaged, truncated or half-copied trace is read as far as
@@ -61,6 +65,7 @@ int cmd_analyze(const Args& args) {
   opt.rule_dirs.push_back(analysis::default_rules_dir());
   bool json = false;
   int color = -1;
+  bool per_rank = false;
   analysis::Severity fail_on = analysis::Severity::kWarning;
   OptionParser options(kHelp);
   options.flag("--json", [&] { json = true; });
@@ -76,6 +81,7 @@ int cmd_analyze(const Args& args) {
   options.value("--symbols", [&](const std::string& v) { opt.symbol_dirs.push_back(v); });
   options.flag("--color", [&] { color = 1; });
   options.flag("--no-color", [&] { color = 0; });
+  options.flag("--per-rank", [&] { per_rank = true; });
   if (!options.parse(args, &opt.paths)) return kExitOk;
   if (opt.paths.empty()) throw UsageError("no trace given; usage: cuprobe analyze PATH...");
   auto report = analysis::analyze(opt);
@@ -92,7 +98,7 @@ int cmd_analyze(const Args& args) {
     // are not UTF-8 are written as U+FFFD rather than refusing the whole report.
     fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   } else {
-    analysis::print_report(*report, color < 0 ? isatty(1) != 0 : color == 1, stdout);
+    analysis::print_report(*report, color < 0 ? isatty(1) != 0 : color == 1, stdout, per_rank);
   }
   for (const auto& f : report->findings) {
     if (f.severity >= fail_on) return kExitFindings;

@@ -277,10 +277,11 @@ void print_problems(const reader::Trace& t, JsonLine& j, FILE* out) {
 }
 
 // The API table of the process, so that the JSON Lines describe themselves as the binary does.
-void print_apis(const reader::Trace& t, JsonLine& j, FILE* out) {
+void print_apis(const reader::Trace& t, JsonLine& j, FILE* out, const std::set<std::string>* only = nullptr) {
   for (size_t id = 0; id < t.apis().size(); ++id) {
     const reader::Api& a = t.apis()[id];
     if (a.name.empty()) continue;
+    if (only != nullptr && !only->count(a.name)) continue;
     std::string fields;
     for (const auto& f : a.fields) fields += (fields.empty() ? "" : ",") + f.name + ":" + f.type;
     j.begin();
@@ -499,13 +500,14 @@ void print_tail(const reader::Trace& t, JsonLine& j, FILE* out) {
 
 }  // namespace
 
-void write_process_lines(const reader::Trace& t, FILE* out, const std::vector<std::string>& symbol_dirs, bool symbols) {
+void write_process_lines(const reader::Trace& t, FILE* out, const std::vector<std::string>& symbol_dirs, bool symbols,
+                         const std::set<std::string>* apis) {
   Filter filter;
   filter.symbol_dirs = symbol_dirs;
   filter.symbols = symbols;
   JsonLine j;
   print_process(t, j, out);
-  print_apis(t, j, out);
+  print_apis(t, j, out, apis);
   print_problems(t, j, out);
   print_fault_rules(t, j, out);
   print_modules(t, j, out);

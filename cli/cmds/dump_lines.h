@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -11,7 +12,9 @@ namespace cuprobe::cli {
 
 // Every line dump writes for the process but its calls and searches: process, APIs, problems,
 // fault rules, modules, stacks (native frames symbolized here unless `symbols` is false, from
-// `symbol_dirs` too), counts, pins, crashes.
-void write_process_lines(const reader::Trace& t, FILE* out, const std::vector<std::string>& symbol_dirs, bool symbols);
+// `symbol_dirs` too), counts, pins, crashes. `apis`, when given: the only APIs whose lines are
+// written (a facts file describes the APIs the process called; the table has hundreds).
+void write_process_lines(const reader::Trace& t, FILE* out, const std::vector<std::string>& symbol_dirs, bool symbols,
+                         const std::set<std::string>* apis = nullptr);
 
 }  // namespace cuprobe::cli

@@ -12,8 +12,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -51,7 +53,8 @@ PATH is a run directory, a trace file (packed or not), `cuprobe dump` output or 
 
 Options:
   -o, --output FILE    the facts file to write (zstd-packed JSON Lines; name it *.facts so that
-                       a directory of them reads as one job); %h becomes this machine's host name
+                       a directory of them reads as one job); %h becomes this machine's host
+                       name; a missing directory is made, private to this user
   -j, --threads N      traces reduced at once; default this machine's CPUs, at most 8
       --symbols DIR    also look for debug files under DIR (repeatable), as dump does
       --no-symbols     leave native call sites unresolved (faster; analyze shows addresses)
@@ -92,7 +95,13 @@ std::string process_lines(const reader::Trace& t, const analysis::ProcessFacts& 
   FILE* mem = open_memstream(&buf, &len);
   if (mem == nullptr) throw std::runtime_error("out of memory");
   fmt::print(mem, "{{\"type\":\"facts_process\",\"proc\":{}}}\n", proc);
-  write_process_lines(t, mem, symbol_dirs, symbols);
+  // The APIs the process called, counted or timed: the others' descriptions are not needed
+  // without calls (they were half of a facts file).
+  std::set<std::string> apis;
+  for (const auto& [name, n] : f.calls_by_api) apis.insert(name);
+  for (const auto& [name, ns] : f.time_by_api) apis.insert(name);
+  for (const auto& c : t.counts()) apis.insert(t.api_name(c.api));
+  write_process_lines(t, mem, symbol_dirs, symbols, &apis);
   analysis::facts_parts(f, [&](const std::string& key, json value, bool items) {
     fmt::print(mem, "{{\"type\":\"facts\",\"pid\":{},\"key\":{},\"{}\":{}}}\n", t.pid(), dump_json(key),
                items ? "items" : "value", dump_json(value));
@@ -138,6 +147,15 @@ int cmd_facts(const Args& args) {
       continue;
     }
     for (const auto& f : *found) files.push_back(f);
+  }
+  // A missing directory is made (private to this user, as a run directory): one command line
+  // run on every node writes into a directory none of them had to create first.
+  if (auto dir = std::filesystem::path(output).parent_path(); !dir.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::exists(dir, ec)) {
+      std::filesystem::create_directories(dir, ec);
+      if (!ec) std::filesystem::permissions(dir, std::filesystem::perms::owner_all, ec);
+    }
   }
   OutputFile file("-o", output);      // checked before the work, not after
   std::FILE* plain = std::tmpfile();  // the lines, packed into the output at the end

@@ -232,6 +232,36 @@ TEST(ReportHtml, RanksThatChoseDifferentPlansAreTabled) {
   screenshot(page, "divergence");
 }
 
+TEST(ReportHtml, ManyRanksShowGroupsAndOutliers) {
+  // 24 ranks of one fixture process, renumbered; rank 9 on another GPU model.
+  std::ifstream in(kFixtures + "/sync-stall/quiet/overlapped.jsonl");
+  std::vector<json> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(json::parse(l));
+  std::string job = fresh_dir("report-ranks") + "/job.jsonl";
+  {
+    std::ofstream out(job);
+    for (int r = 0; r < 24; ++r) {
+      for (json j : lines) {
+        j["pid"] = 7000 + r;
+        if (j["type"] == "process") {
+          j["rank"] = r;
+          if (r == 9) j["devices"][0]["name"] = "NVIDIA A100";
+        }
+        out << j.dump() << "\n";
+      }
+    }
+  }
+  json analysis = analyze_json({job});
+  std::string page = write_report({job}, "ranks");
+  Dom dom = open_in_chromium(page, "ranks");
+  expect_clean_page(dom, analysis);
+  EXPECT_NE(dom.html.find("Processes alike, and the outliers"), std::string::npos);
+  EXPECT_NE(dom.html.find("23 of 24"), std::string::npos);
+  EXPECT_NE(dom.html.find(escaped("GPU NVIDIA A100 (cc 9.0) (others: NVIDIA H100 (cc 9.0))")), std::string::npos);
+  EXPECT_NE(dom.html.find("Every process (24)"), std::string::npos);
+  screenshot(page, "ranks");
+}
+
 // The data a page embeds, parsed back.
 json embedded(const std::string& html) {
   const std::string open = "<script type=\"application/json\" id=\"cuprobe-data\">";

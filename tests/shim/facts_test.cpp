@@ -167,11 +167,12 @@ TEST(FactsFiles, OtherVersionsAndBadCommandLinesAreRefused) {
   EXPECT_NE(nothing.err.find("/no/such/run: no such file or directory"), std::string::npos) << nothing.err;
   EXPECT_FALSE(fs::exists(dir + "/x.facts"));
   // %h: the host name, for one command line run on every node.
-  RunResult h = run({cuprobe_bin(), "facts", "-q", "-o", dir + "/%h.facts", kFixtures + "/sync-stall/fire"});
+  RunResult h = run({cuprobe_bin(), "facts", "-q", "-o", dir + "/new/%h.facts", kFixtures + "/sync-stall/fire"});
   ASSERT_EQ(h.status, 0) << h.err;
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  EXPECT_TRUE(fs::exists(dir + "/" + host + ".facts"));
+  EXPECT_TRUE(fs::exists(dir + "/new/" + host + ".facts"));
+  EXPECT_EQ(fs::status(dir + "/new").permissions() & fs::perms::all, fs::perms::owner_all);
 }
 
 }  // namespace

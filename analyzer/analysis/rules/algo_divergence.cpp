@@ -15,10 +15,11 @@
 #include <set>
 
 #include "analysis/common.h"
-#include "enum_names.h"
 #include "analysis/pinning.h"
+#include "analysis/rank_groups.h"
 #include "analysis/rules.h"
 #include "analysis/trackers/config.h"
+#include "enum_names.h"
 
 namespace cuprobe::analysis {
 namespace {
@@ -104,10 +105,26 @@ double measurement_scale(const Timings& a, const Timings& b, size_t min_common) 
   return *mid;
 }
 
-// "rank 1", "rank 0 and rank 2", "rank 0, rank 1 and pid 7".
+// "rank 1", "rank 0 and rank 2", "rank 0, rank 1 and pid 7"; three ranks and more as ranges
+// ("ranks 0-511, 513-1023 and pid 7"): a job of a thousand ranks stays one readable clause.
 std::string join_names(const std::vector<std::string>& names) {
+  std::vector<int> ranks;
+  std::vector<std::string> rest;
+  for (const auto& n : names) {
+    int r = -1;
+    if (n.rfind("rank ", 0) == 0 && n.size() > 5 && n.find_first_not_of("0123456789", 5) == std::string::npos) {
+      r = std::atoi(n.c_str() + 5);
+    }
+    if (r >= 0) {
+      ranks.push_back(r);
+    } else {
+      rest.push_back(n);
+    }
+  }
+  std::vector<std::string> parts = ranks.size() >= 3 ? std::vector<std::string>{"ranks " + rank_ranges(ranks)} : names;
+  if (ranks.size() >= 3) parts.insert(parts.end(), rest.begin(), rest.end());
   std::string out;
-  for (size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  for (size_t i = 0; i < parts.size(); ++i) out += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
   return out;
 }
 

@@ -113,22 +113,20 @@ void env_drift(const RuleSpec& spec, const AllFacts& all, const Emit& emit) {
   };
   std::vector<ProcessSettings> settings = infer_settings(all.processes);
   for (const Value& v : values) {
-    std::map<std::string, std::vector<std::string>> by_value;
+    std::map<std::string, std::vector<const ProcessFacts*>> by_value;
     nlohmann::json per = nlohmann::json::array();
     for (size_t i = 0; i < all.processes.size(); ++i) {
       std::string t = v.text(all.processes[i], settings[i]);
       if (t.empty()) continue;
-      by_value[t].push_back(short_process_name(all.processes[i]));
+      by_value[t].push_back(&all.processes[i]);
       per.push_back({{"process", process_label(all.processes[i])}, {"value", t}});
     }
     if (by_value.size() < 2) continue;
     add_kind(v.kind);
     std::string line = v.label;
     bool first = true;
-    for (const auto& [t, names] : by_value) {
-      std::string who;
-      for (size_t k = 0; k < names.size(); ++k) who += (k ? ", " : "") + names[k];
-      line += fmt::format("{} {} on {}", first ? ":" : ",", t, who);
+    for (const auto& [t, who] : by_value) {
+      line += fmt::format("{} {} on {}", first ? ":" : ",", t, short_process_names(who));
       first = false;
     }
     items.push_back({{"kind", v.kind}, {"value", v.name}, {"processes", per}});

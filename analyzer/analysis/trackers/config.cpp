@@ -1,6 +1,8 @@
 // Process configuration; see config.h.
 #include "analysis/trackers/config.h"
 
+#include "analysis/rank_groups.h"
+
 #include <algorithm>
 #include <set>
 
@@ -151,6 +153,22 @@ std::string cudnn_version_text(int64_t v) {
 
 std::string short_process_name(const ProcessFacts& p) {
   return p.rank >= 0 ? fmt::format("rank {}", p.rank) : fmt::format("pid {}", p.pid);
+}
+
+std::string short_process_names(const std::vector<const ProcessFacts*>& processes) {
+  std::vector<int> ranks;
+  std::string pids;
+  for (const ProcessFacts* p : processes) {
+    if (p->rank >= 0) {
+      ranks.push_back(p->rank);
+    } else {
+      pids += (pids.empty() ? "" : ", ") + short_process_name(*p);
+    }
+  }
+  std::string out;
+  if (ranks.size() == 1) out = fmt::format("rank {}", ranks[0]);
+  if (ranks.size() > 1) out = "ranks " + rank_ranges(ranks);
+  return out + (!out.empty() && !pids.empty() ? ", " : "") + pids;
 }
 
 }  // namespace cuprobe::analysis

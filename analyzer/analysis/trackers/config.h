@@ -55,5 +55,7 @@ std::string cuda_version_text(int64_t v);
 std::string cudnn_version_text(int64_t v);
 // A process as findings about a job name it: "rank 1", or "pid 4242" when the rank is unknown.
 std::string short_process_name(const ProcessFacts& p);
+// Several processes, as short: "ranks 0-8, 10-23" (rank_ranges), then the unranked by pid.
+std::string short_process_names(const std::vector<const ProcessFacts*>& processes);
 
 }  // namespace cuprobe::analysis
