@@ -4,8 +4,13 @@
 // whose pids repeat across machines, and a facts file of another version is refused by name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
 
 #include "support/run.h"
 
@@ -125,6 +130,56 @@ TEST(FactsFiles, BinaryTracesWithCallSitesFailuresAndDamage) {
   EXPECT_NE(x.err.find("a facts file: its processes, findings and summaries are here, not their calls"),
             std::string::npos)
       << x.err;
+}
+
+// Issue 30's "test at 1,024": a job of 1,024 ranks (8 node directories of 128), each a cuDNN
+// benchmark search on the doubles, rank 17 with more problems than the others; the facts of each
+// node give the findings and summary of the traces, and the text report stays short and names the
+// outlier.
+TEST(FactsFiles, AThousandRanksAnalyzeTheSameFromTheirFacts) {
+  // Sanitizer builds run every process several times slower: 128 ranks there, the full job in
+  // the normal build.
+  const bool sanitized = CUPROBE_SANITIZED || CUPROBE_THREAD_SANITIZED;
+  const int kRanks = sanitized ? 128 : 1024, kPerNode = sanitized ? 16 : 128;
+  std::string job = fresh_dir("facts-1024");
+  std::atomic<int> next{0}, failed{0};
+  auto work = [&] {
+    for (int r; (r = next.fetch_add(1)) < kRanks;) {
+      std::string node = job + "/node" + std::to_string(r / kPerNode);
+      RunResult x = run({program("frontend_search"), "--benchmark", "--shapes", r == 17 ? "3" : "2", "--steps", "1"},
+                        shim_env({{"LD_PRELOAD", shim_preload()},
+                                  {"CUPROBE_OUT", node},
+                                  {"CUPROBE_QUIET", "1"},
+                                  {"RANK", std::to_string(r)},
+                                  {"WORLD_SIZE", std::to_string(kRanks)}}));
+      if (x.status != 0) failed.fetch_add(1);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int w = 0; w < 4; ++w) pool.emplace_back(work);
+  for (auto& t : pool) t.join();
+  ASSERT_EQ(failed.load(), 0);
+  std::vector<std::string> nodes, facts_files;
+  std::string facts_dir = fresh_dir("facts-1024-out");
+  for (int n = 0; n < kRanks / kPerNode; ++n) {
+    nodes.push_back(job + "/node" + std::to_string(n));
+    RunResult f = facts(facts_dir + "/node" + std::to_string(n) + ".facts", {nodes.back()});
+    ASSERT_EQ(f.status, 0) << f.err;
+  }
+  std::vector<std::string> argv = {cuprobe_bin(), "analyze", "--json"};
+  argv.insert(argv.end(), nodes.begin(), nodes.end());
+  json a = json::parse(run(argv).out), b = analyzed(facts_dir);
+  EXPECT_EQ(a["summary"]["processes"], kRanks);
+  EXPECT_TRUE(a["findings"] == b["findings"]);
+  EXPECT_TRUE(a["summary"] == b["summary"]);
+  RunResult text = run({cuprobe_bin(), "analyze", "--no-color", facts_dir});
+  EXPECT_LE(std::count(text.out.begin(), text.out.end(), '\n'), 60) << text.out;
+  EXPECT_NE(text.out.find(
+                fmt::format("{} of {} processes alike (ranks 0-16, 18-{} on 1 host)", kRanks - 1, kRanks, kRanks - 1)),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("1 outlier (each against the processes alike):"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("3 searches (others: 2); 1 problem the others did not have"), std::string::npos) << text.out;
 }
 
 TEST(FactsFiles, MergedFactsKeepProcessesWhosePidsRepeat) {
