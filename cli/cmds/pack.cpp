@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -79,7 +80,7 @@ struct Packed {
 };
 
 // Packs one file; the error, or "" when packed.
-std::string pack_one(const std::string& path, const Options& o, Packed* done) {
+std::string pack_one(const std::string& path, const Options& o, Packed* done, bool* dir_refused) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return fmt::format("cannot open: {}", std::strerror(errno));
   struct stat st {};
@@ -101,7 +102,7 @@ std::string pack_one(const std::string& path, const Options& o, Packed* done) {
   std::string dest = path + ".zst";
   std::string error;
   try {
-    OutputFile file("the run directory", dest);
+    OutputFile file("packing into", dest);
     int out = ::open(file.temp().c_str(), O_WRONLY | O_CLOEXEC | O_TRUNC);
     if (out < 0) {
       ::close(fd);
@@ -137,6 +138,7 @@ std::string pack_one(const std::string& path, const Options& o, Packed* done) {
     done->out = r->out_bytes;
   } catch (const UsageError& e) {
     ::close(fd);
+    *dir_refused = true;  // the directory, not the file: the same for every trace in it
     return e.what();
   }
   if (!o.keep && ::unlink(path.c_str()) != 0) {
@@ -186,17 +188,27 @@ int cmd_pack(const Args& args) {
   auto start = std::chrono::steady_clock::now();
   auto last_note = start;
   Packed total;
-  size_t packed = 0, already = 0;
+  size_t packed = 0, already = 0, not_packed = 0;
+  std::set<std::string> refused_dirs;  // directories cuprobe may not write into
   for (size_t i = 0; i < todo.size(); ++i) {
     const std::string& f = todo[i];
     if (f.size() > 4 && f.compare(f.size() - 4, 4, ".zst") == 0) {
       ++already;
       continue;
     }
+    std::string dir = std::filesystem::path(f).parent_path().string();
+    if (refused_dirs.count(dir)) {
+      ++not_packed;
+      continue;
+    }
     Packed one;
-    std::string err = pack_one(f, o, &one);
+    bool dir_refused = false;
+    std::string err = pack_one(f, o, &one, &dir_refused);
     if (!err.empty()) {
-      fmt::print(stderr, "cuprobe pack: {}: {}\n", f, err);
+      fmt::print(stderr, "cuprobe pack: {}: {}{}\n", f, err,
+                 dir_refused ? "; the directory's other traces are left as they are" : "");
+      if (dir_refused) refused_dirs.insert(dir);
+      ++not_packed;
       failed = true;
       continue;
     }
@@ -215,6 +227,8 @@ int cmd_pack(const Args& args) {
                packed == 1 ? "" : "s", human_bytes(total.in), human_bytes(total.out),
                total.out ? double(total.in) / double(total.out) : 0.0, s,
                already ? fmt::format("; {} already packed", already) : "", o.keep ? "; originals kept" : "");
+    if (not_packed)
+      fmt::print(stderr, "cuprobe pack: {} trace{} not packed (above)\n", not_packed, not_packed == 1 ? "" : "s");
   }
   return failed ? kExitUsage : kExitOk;
 }

@@ -120,5 +120,19 @@ TEST(Pack, LeavesALiveTraceAndNamesACutOne) {
   EXPECT_NE(none.err.find("no run directory or trace given"), std::string::npos) << none.err;
 }
 
+TEST(Pack, ADirectoryOthersCanWriteIsNamedOnce) {
+  std::string dir = fresh_dir("pack-shared") + "/run";
+  ASSERT_EQ(record(dir, {program("fault_probe"), "malloc:10"}, shim_env(), {"-q"}).status, 0);
+  ASSERT_EQ(record(dir, {program("fault_probe"), "malloc:10"}, shim_env(), {"-q", "--append"}).status, 0);
+  fs::permissions(dir, fs::perms::group_write, fs::perm_options::add);
+  RunResult p = run({cuprobe_bin(), "pack", dir});
+  EXPECT_EQ(p.status, 2);
+  EXPECT_NE(p.err.find("cuprobe does not write there"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("the directory's other traces are left as they are"), std::string::npos) << p.err;
+  EXPECT_EQ(p.err.find("cuprobe does not write there"), p.err.rfind("cuprobe does not write there")) << p.err;
+  EXPECT_NE(p.err.find("2 traces not packed (above)"), std::string::npos) << p.err;
+  for (const auto& f : files_in(dir)) EXPECT_EQ(fs::path(f).extension(), ".cuprobe") << f;
+}
+
 }  // namespace
 }  // namespace cuprobe::test
