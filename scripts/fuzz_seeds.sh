@@ -5,7 +5,8 @@
 #
 # OUT_DIR/trace_fuzz/       small real binary traces: test programs (tests/programs) recorded under
 #                           the shim against the test doubles, each cut after its last claimed chunk
-# OUT_DIR/jsonl_fuzz/       `cuprobe dump` of those traces, and the rule fixtures under 128 KiB
+# OUT_DIR/jsonl_fuzz/       `cuprobe dump` of those traces, their facts (cuprobe facts, unpacked),
+#                           and the rule fixtures under 128 KiB
 #                           (rules/fixtures/*/*/*.jsonl)
 # OUT_DIR/fault_plan_fuzz/  nothing here: its seeds are committed (tests/fuzz/corpus/fault_plan_fuzz)
 #
@@ -47,6 +48,11 @@ record() {
     return 1
   fi
   "$cuprobe" dump "$dir" >"$out/jsonl_fuzz/$name.jsonl" 2>/dev/null || true
+  # Its facts (cuprobe facts), unpacked: the facts lines the analysis reads back.
+  if "$cuprobe" facts -q -o "$out/$name.facts" "$dir" 2>/dev/null; then
+    zstd -qdc "$out/$name.facts" >"$out/jsonl_fuzz/$name-facts.jsonl" 2>/dev/null || true
+    rm -f "$out/$name.facts"
+  fi
 }
 
 record cudart -- "$programs/exercise_cudart"

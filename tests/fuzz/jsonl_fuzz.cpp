@@ -1,6 +1,7 @@
 // libFuzzer target: the JSON Lines trace reader (analyzer/trace/jsonl_trace.cpp) on arbitrary
 // bytes. Everything a reader of the traces touches is visited: each process's metadata, every
-// event with its arguments, the stacks, fault rules and strings they refer to, the diagnostics.
+// event with its arguments, the stacks, fault rules and strings they refer to, the diagnostics,
+// and a facts file's facts read back (analysis/facts_io.cpp).
 // A crash, a sanitizer report, an exception that escapes or a message longer than the reader's
 // bound on quoting is a finding.
 //
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "analysis/facts_io.h"
 #include "trace/reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -31,6 +33,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     sink = sink + t->process().cmdline.size() + t->devices().size() + t->counts().size() + t->crashes().size();
     for (const auto& c : t->counts()) sink = sink + t->api_name(c.api).size();
     for (const auto& [id, st] : t->stacks()) sink = sink + st.pcs.size() + st.python.size() + id;
+    // A facts file's facts, read back as the analysis reads them: an error or facts, never a crash.
+    if (t->facts() != nullptr) {
+      auto f = cuprobe::analysis::facts_from_json(*t->facts(), *t);
+      if (f) {
+        sink = sink + f->searches.size() + f->problems.size() + f->churn_call_ts.size();
+      } else if (f.error().message.empty()) {
+        std::abort();
+      }
+    }
     t->for_each_event([&](const Event& e) {
       const Api* api = t->api(e.api);
       if (e.nargs < 0 || (api && size_t(e.nargs) > api->fields.size())) std::abort();
