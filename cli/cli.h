@@ -27,6 +27,7 @@ int cmd_report(const Args& args);
 int cmd_snapshot(const Args& args);
 int cmd_pack(const Args& args);
 int cmd_facts(const Args& args);
+int cmd_diff(const Args& args);
 int cmd_plans(const Args& args);
 // Plan files (cmds/plans.cpp), for record --pin-plans: the plans FILE holds as the shim reads it
 // (UsageError with the shim's reason when the shim would not use it), and merging a run's new plans into FILE (--pin-plans-learn).

@@ -49,6 +49,7 @@ Usage:
   cuprobe pack RUN_DIR...   compress traces at rest with zstd; every command reads them packed
   cuprobe facts -o FILE PATH...
                             reduce traces to the facts analyze needs (one small file per node)
+  cuprobe diff A B          why run B is slower, bigger or different than run A
   cuprobe plans export [-o plans.json] RUN...
                             the cuDNN plans the runs chose, to replay with record --pin-plans
   cuprobe plans show FILE   what a plan file holds
@@ -97,6 +98,7 @@ int main(int argc, char** argv) {
     if (cmd == "snapshot") return cmd_snapshot(args);
     if (cmd == "pack") return cmd_pack(args);
     if (cmd == "facts") return cmd_facts(args);
+    if (cmd == "diff") return cmd_diff(args);
     if (cmd == "plans") return cmd_plans(args);
     fmt::print(stderr, "cuprobe: unknown {} '{}'; see cuprobe --help\n", cmd.rfind('-', 0) == 0 ? "option" : "command",
                cmd);

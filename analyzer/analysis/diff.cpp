@@ -1,0 +1,609 @@
+// Two runs compared; see diff.h.
+//
+// What is measured per process: the step (the median time from one step's start to the next,
+// after the first), cuDNN searches and the time they took, the plan each problem ran with and
+// what it measured, synchronizations, steady-state allocations, peak memory by owner, failures.
+// The difference of each per step is an effect; configuration and workload differences (what
+// changed) take the effects they explain, in that order; effects nobody explains are causes of
+// their own when above the noise; what the effects do not add up to is unattributed.
+#include "analysis/diff.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "analysis/common.h"
+#include "analysis/facts_io.h"
+#include "analysis/pinning.h"
+#include "analysis/rank_groups.h"
+#include "analysis/search_budget.h"
+#include "analysis/trackers/config.h"
+
+namespace cuprobe::analysis {
+
+using nlohmann::json;
+
+namespace {
+
+struct Side {
+  std::vector<std::unique_ptr<reader::Trace>> traces;
+  std::vector<ProcessFacts> procs;  // processes that did CUDA work, in report order
+  std::vector<ProcessSettings> settings;
+  std::vector<std::string> warnings;
+};
+
+Result<Side> load_side(const std::vector<std::string>& paths, int threads, const char* name) {
+  Side s;
+  auto opened = reader::open_all(paths, &s.warnings);
+  if (!opened) return opened.error();
+  s.traces = std::move(*opened);
+  std::vector<ProcessFacts> all(s.traces.size());
+  std::vector<std::string> errors(s.traces.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < s.traces.size();) {
+      auto f = facts_of(*s.traces[i], FactOptions{});
+      if (f) {
+        all[i] = std::move(*f);
+      } else {
+        errors[i] = f.error().message;
+      }
+      s.traces[i]->release_events();
+    }
+  };
+  unsigned workers = threads > 0 ? unsigned(threads) : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (unsigned w = 1; w < std::min<unsigned>(workers, unsigned(s.traces.size())); ++w) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (!errors[i].empty()) {
+      s.warnings.push_back(errors[i] + "; left out");
+    } else if (all[i].did_work) {
+      s.procs.push_back(std::move(all[i]));
+    }
+  }
+  if (s.procs.empty()) return Error{fmt::format("{}: no process that did CUDA work", name)};
+  std::stable_sort(s.procs.begin(), s.procs.end(), process_before);
+  s.settings = infer_settings(s.procs);
+  return s;
+}
+
+struct Plan {
+  std::string problem, plan;
+  double per_step = 0;  // executions per step
+  double time_ms = -1;  // what the plan measured in this process's searches, -1 unknown
+};
+
+struct Metrics {
+  double step_s = 0;
+  uint64_t steps = 0;
+  double warmup_s = 0;       // from the job's first work to its second step (or its end)
+  double warm_search_s = 0;  // of it, in searches
+  double search_s = 0;       // per step, searches after the warm-up
+  int searches = 0;
+  double sync_s = 0, alloc_s = 0;          // per step
+  uint64_t peak = 0;                       // the largest device peak
+  std::map<std::string, uint64_t> owners;  // live by owner at that peak
+  std::map<uint64_t, Plan> plans;          // by problem hash
+  uint64_t failures = 0, ooms = 0, injected = 0;
+};
+
+Metrics metrics_of(const ProcessFacts& p) {
+  Metrics m;
+  m.steps = std::max<uint64_t>(p.steps, 1);
+  std::vector<double> steps;
+  for (size_t i = 1; i + 1 < p.step_starts.size(); ++i)
+    steps.push_back(seconds(p.step_starts[i + 1] - p.step_starts[i]));
+  if (steps.empty() && p.step_starts.size() == 2) steps.push_back(seconds(p.step_starts[1] - p.step_starts[0]));
+  if (!steps.empty()) {
+    std::nth_element(steps.begin(), steps.begin() + long(steps.size() / 2), steps.end());
+    m.step_s = steps[steps.size() / 2];
+  } else {
+    m.step_s = span_s(p) / double(m.steps);  // no steps seen: the job's time as one step
+  }
+  const double n = double(m.steps);
+  const uint64_t warm_end = p.second_pass_ns ? p.second_pass_ns : p.last_ns;
+  m.warmup_s = seconds(warm_end > p.job_start_ns ? warm_end - p.job_start_ns : 0);
+  const double steady_steps = double(std::max<uint64_t>(m.steps > 1 ? m.steps - 1 : 1, 1));
+  std::map<uint64_t, double> measured;  // problem hash -> the winner's time in its last search
+  for (const auto& s : p.searches) {
+    double took = seconds(s.end_ns > s.start_ns ? s.end_ns - s.start_ns : 0);
+    if (s.start_ns < warm_end) {
+      m.warm_search_s += took;
+    } else {
+      m.search_s += took / steady_steps;
+    }
+    ++m.searches;
+    if (s.winner >= 0 && s.candidates[size_t(s.winner)].time_ms >= 0) {
+      measured[s.problem_hash] = s.candidates[size_t(s.winner)].time_ms;
+    }
+  }
+  for (const auto& [api, ns] : p.sync_ns) m.sync_s += seconds(ns) / n;
+  m.alloc_s = seconds(p.steady_alloc_ns) / n;
+  for (const auto& [d, mem] : p.memory) {
+    if (mem.peak >= m.peak) {
+      m.peak = mem.peak;
+      m.owners = mem.live_by_owner;
+    }
+  }
+  for (const auto& [hash, use] : p.problems) {
+    if (use.plans.empty()) continue;
+    const PlanUse& last = use.plans.back();
+    auto t = measured.find(hash);
+    m.plans[hash] = Plan{use.problem, last.plan, double(last.executions) / n, t == measured.end() ? -1 : t->second};
+  }
+  for (const auto& f : p.cudnn_failures) m.failures += f.routine ? 0 : f.count;
+  m.ooms = p.ooms.size();
+  m.injected = p.injected.size();
+  return m;
+}
+
+std::string ms_text(double s) { return fmt::format("{:+.2f} ms", s * 1e3); }
+std::string plain_ms(double s) { return fmt::format("{:.2f} ms", s * 1e3); }
+
+// What differs between the two sides' configuration, each with the effects it explains.
+struct Change {
+  std::string kind;  // "configuration", "workload"
+  std::string what;
+  std::set<std::string> explains;  // effect names: searches, plans, syncs, allocations, memory, failures
+  json details = json::object();
+};
+
+std::string setting_word(Setting s, const char* on, const char* off) {
+  return s == Setting::kUnknown ? "unknown" : s == Setting::kOn ? on : off;
+}
+
+// The value all processes of a side share ("" when they differ or none says).
+template <class F>
+std::string common_value(const Side& s, F value) {
+  std::set<std::string> seen;
+  for (size_t i = 0; i < s.procs.size(); ++i) seen.insert(value(s.procs[i], s.settings[i]));
+  return seen.size() == 1 ? *seen.begin() : (seen.empty() ? "" : "mixed");
+}
+
+void configuration_changes(const Side& a, const Side& b, std::vector<Change>& out) {
+  struct Dim {
+    const char* name;
+    std::function<std::string(const ProcessFacts&, const ProcessSettings&)> value;
+    std::set<std::string> explains;
+  };
+  const std::vector<Dim> dims = {
+      {"cudnn.benchmark",
+       [](const ProcessFacts&, const ProcessSettings& s) {
+         return setting_word(s.benchmark, "on (timed searches)", "off (heuristics)");
+       },
+       {"searches", "plans", "memory"}},  // a search's workspace is part of the peak
+      {"deterministic mode",
+       [](const ProcessFacts&, const ProcessSettings& s) { return setting_word(s.deterministic, "on", "off"); },
+       {"plans"}},
+      {"TF32",
+       [](const ProcessFacts&, const ProcessSettings& s) { return setting_word(s.tf32, "on", "off"); },
+       {"plans"}},
+      {"cuDNN",
+       [](const ProcessFacts& p, const ProcessSettings&) { return cudnn_version_text(p.config.cudnn); },
+       {"plans", "searches"}},
+      {"CUDA runtime",
+       [](const ProcessFacts& p, const ProcessSettings&) { return cuda_version_text(p.config.cuda_runtime); },
+       {"plans"}},
+      {"GPU", [](const ProcessFacts& p, const ProcessSettings&) { return p.config.gpu; }, {"plans", "searches"}},
+      {"plan file (record --pin-plans)",
+       [](const ProcessFacts& p, const ProcessSettings&) {
+         PinSummary s = pin_summary(p);
+         return s.active ? fmt::format("{} plans pinned", s.pinned) : std::string("none");
+       },
+       {"searches", "plans"}},
+      {"search budget (record --search-budget)",
+       [](const ProcessFacts& p, const ProcessSettings&) {
+         BudgetSummary s = budget_summary(p);
+         return s.active ? fmt::format("{} selections budgeted", s.budgeted) : std::string("none");
+       },
+       {"searches", "plans"}},
+      {"memory cap (record --mem-cap)",
+       [](const ProcessFacts& p, const ProcessSettings&) {
+         std::string t;
+         for (const auto& [d, bytes] : p.mem_cap)
+           t += fmt::format("{}device {}: {}", t.empty() ? "" : ", ", d, human_bytes(bytes));
+         return t.empty() ? std::string("none") : t;
+       },
+       {"memory", "failures", "allocations"}},
+      {"fault plan (record --fault)",
+       [](const ProcessFacts& p, const ProcessSettings&) {
+         std::string t;
+         for (const auto& r : p.fault_rules) {
+           if (!r.mem_cap) t += (t.empty() ? "" : "; ") + r.text;
+         }
+         return t.empty() ? std::string("none") : t;
+       },
+       {"failures", "searches", "plans"}},
+      {"PyTorch allocator configuration",
+       [](const ProcessFacts& p, const ProcessSettings&) {
+         return p.alloc_conf.empty() ? std::string("unset") : p.alloc_conf;
+       },
+       {"memory", "allocations", "failures"}},
+  };
+  for (const auto& d : dims) {
+    std::string va = common_value(a, d.value), vb = common_value(b, d.value);
+    // A setting one side's traces cannot tell (pinned selections show one candidate, so nothing
+    // of deterministic mode or TF32) is not a difference.
+    if (va == vb || va == "unknown" || vb == "unknown") continue;
+    out.push_back({"configuration",
+                   fmt::format("{}: {} in A, {} in B", d.name, va, vb),
+                   d.explains,
+                   {{"setting", d.name}, {"a", va}, {"b", vb}}});
+  }
+  // Environment variables the shim recorded (CUPROBE_*, PYTORCH_*, CUDNN_*, NCCL_*, ...), of the
+  // first process of each side; those above already say what they change.
+  const auto& ea = a.procs.front().trace->process().environment;
+  const auto& eb = b.procs.front().trace->process().environment;
+  std::set<std::string> names;
+  for (const auto& [k, v] : ea) names.insert(k);
+  for (const auto& [k, v] : eb) names.insert(k);
+  for (const auto& k : names) {
+    // Where and how quietly it was recorded; and the variables the settings above stand for.
+    static const std::set<std::string> kSaid = {
+        "CUPROBE_OUT",       "CUPROBE_QUIET",         "CUPROBE_MEM_CAP",         "CUPROBE_FAULTS",
+        "CUPROBE_PIN_PLANS", "CUPROBE_SEARCH_BUDGET", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"};
+    if (kSaid.count(k)) continue;
+    auto ia = ea.find(k), ib = eb.find(k);
+    std::string va = ia == ea.end() ? "unset" : ia->second, vb = ib == eb.end() ? "unset" : ib->second;
+    if (va == vb) continue;
+    out.push_back(
+        {"environment", fmt::format("{}={} in A, {} in B", k, va, vb), {}, {{"variable", k}, {"a", va}, {"b", vb}}});
+  }
+}
+
+// Pairs of processes, rank to rank when every process of both sides has one, else in report order.
+std::vector<std::pair<size_t, size_t>> match(const Side& a, const Side& b, bool* by_rank) {
+  auto ranked = [](const Side& s) {
+    return std::all_of(s.procs.begin(), s.procs.end(), [](const ProcessFacts& p) { return p.rank >= 0; });
+  };
+  std::vector<std::pair<size_t, size_t>> pairs;
+  *by_rank = ranked(a) && ranked(b);
+  if (*by_rank) {
+    std::map<int, size_t> rb;
+    for (size_t j = 0; j < b.procs.size(); ++j) rb[b.procs[j].rank] = j;
+    for (size_t i = 0; i < a.procs.size(); ++i) {
+      if (auto it = rb.find(a.procs[i].rank); it != rb.end()) pairs.emplace_back(i, it->second);
+    }
+  } else {
+    for (size_t i = 0; i < a.procs.size() && i < b.procs.size(); ++i) pairs.emplace_back(i, i);
+  }
+  return pairs;
+}
+
+// What the processes ran that the other side's did not (new shapes, another model), from the
+// problems each side's matched processes ran.
+void workload_changes(const std::vector<Metrics>& ma, const std::vector<Metrics>& mb, std::vector<Change>& out) {
+  std::map<uint64_t, std::string> pa, pb;
+  for (const auto& m : ma) {
+    for (const auto& [h, plan] : m.plans) pa[h] = plan.problem;
+  }
+  for (const auto& m : mb) {
+    for (const auto& [h, plan] : m.plans) pb[h] = plan.problem;
+  }
+  std::vector<std::string> only_b, only_a;
+  for (const auto& [h, t] : pb) {
+    if (!pa.count(h)) only_b.push_back(t);
+  }
+  for (const auto& [h, t] : pa) {
+    if (!pb.count(h)) only_a.push_back(t);
+  }
+  if (only_b.empty() && only_a.empty()) return;
+  auto first = [](const std::vector<std::string>& v) {
+    json out = json::array();
+    for (size_t i = 0; i < v.size() && i < 5; ++i) out.push_back(v[i]);
+    return out;
+  };
+  out.push_back(
+      {"workload",
+       fmt::format("the problems differ: {} cuDNN problem{} ran only in B, {} only in A (other shapes, layers or "
+                   "dtypes), of {} in A and {} in B",
+                   only_b.size(), only_b.size() == 1 ? "" : "s", only_a.size(), pa.size(), pb.size()),
+       {"searches", "plans", "memory"},
+       {{"only_in_b", only_b.size()},
+        {"only_in_a", only_a.size()},
+        {"examples_b", first(only_b)},
+        {"examples_a", first(only_a)}}});
+}
+
+// Effects per step (B minus A, averaged over the pairs) and what the plans that changed measured.
+struct Effects {
+  std::map<std::string, double> s;  // searches, plans, syncs, allocations
+  json plan_changes = json::array();
+  int plans_changed = 0, plans_compared = 0;
+  double step_a = 0, step_b = 0;
+  double warm_a = 0, warm_b = 0, warm_search = 0;  // the warm-up, and its searches' change (B minus A)
+  uint64_t peak_a = 0, peak_b = 0;
+  std::map<std::string, int64_t> owner_delta;
+  int64_t failures = 0, ooms = 0, injected = 0;
+};
+
+Effects effects_of(const std::vector<Metrics>& ma, const std::vector<Metrics>& mb) {
+  Effects e;
+  const double n = double(ma.size());
+  std::map<std::string, json> changes;  // problem text -> example change
+  for (size_t k = 0; k < ma.size(); ++k) {
+    const Metrics& a = ma[k];
+    const Metrics& b = mb[k];
+    e.step_a += a.step_s / n;
+    e.step_b += b.step_s / n;
+    e.warm_a += a.warmup_s / n;
+    e.warm_b += b.warmup_s / n;
+    e.warm_search += (b.warm_search_s - a.warm_search_s) / n;
+    e.s["searches"] += (b.search_s - a.search_s) / n;
+    e.s["syncs"] += (b.sync_s - a.sync_s) / n;
+    e.s["allocations"] += (b.alloc_s - a.alloc_s) / n;
+    e.peak_a = std::max(e.peak_a, a.peak);
+    e.peak_b = std::max(e.peak_b, b.peak);
+    std::set<std::string> owners;
+    for (const auto& [o, v] : a.owners) owners.insert(o);
+    for (const auto& [o, v] : b.owners) owners.insert(o);
+    for (const auto& o : owners) {
+      auto ia = a.owners.find(o), ib = b.owners.find(o);
+      int64_t d = int64_t(ib == b.owners.end() ? 0 : ib->second) - int64_t(ia == a.owners.end() ? 0 : ia->second);
+      e.owner_delta[o] += d / int64_t(ma.size());
+    }
+    e.failures += int64_t(b.failures) - int64_t(a.failures);
+    e.ooms += int64_t(b.ooms) - int64_t(a.ooms);
+    e.injected += int64_t(b.injected) - int64_t(a.injected);
+    for (const auto& [h, pb] : b.plans) {
+      auto it = a.plans.find(h);
+      if (it == a.plans.end()) continue;
+      const Plan& pa = it->second;
+      ++e.plans_compared;
+      if (pa.plan == pb.plan) continue;
+      ++e.plans_changed;
+      double contrib = pa.time_ms >= 0 && pb.time_ms >= 0 ? (pb.time_ms - pa.time_ms) / 1e3 * pb.per_step : 0;
+      e.s["plans"] += contrib / n;
+      if (!changes.count(pb.problem)) {
+        changes[pb.problem] = {{"problem", pb.problem},
+                               {"a", pa.plan},
+                               {"b", pb.plan},
+                               {"a_ms", pa.time_ms >= 0 ? json(pa.time_ms) : json(nullptr)},
+                               {"b_ms", pb.time_ms >= 0 ? json(pb.time_ms) : json(nullptr)},
+                               {"runs_per_step", pb.per_step}};
+      }
+    }
+  }
+  e.s.try_emplace("plans", 0.0);
+  for (auto& [t, c] : changes) {
+    if (e.plan_changes.size() < 10) e.plan_changes.push_back(c);
+  }
+  return e;
+}
+
+const char* effect_text(const std::string& name) {
+  if (name == "searches") return "time in cuDNN searches";
+  if (name == "plans") return "the plans that changed (their measured times)";
+  if (name == "syncs") return "time blocked in synchronizations";
+  if (name == "allocations") return "time in steady-state allocations";
+  return "";
+}
+
+json causes_of(std::vector<Change>& changes, const Effects& e, double noise, double* unattributed) {
+  json causes = json::array();
+  std::set<std::string> taken;
+  double attributed = 0;
+  // Changes first (configuration, then workload, then environment): what differs explains the
+  // effects it can, each effect once.
+  std::stable_sort(changes.begin(), changes.end(), [](const Change& x, const Change& y) {
+    auto rank = [](const std::string& k) { return k == "configuration" ? 0 : k == "workload" ? 1 : 2; };
+    return rank(x.kind) < rank(y.kind);
+  });
+  for (const auto& c : changes) {
+    double contrib = 0;
+    json parts = json::object();
+    json warm = nullptr, memory = nullptr;
+    if (c.explains.count("memory") && !taken.count("memory") && e.peak_b != e.peak_a) {
+      taken.insert("memory");
+      memory = int64_t(e.peak_b) - int64_t(e.peak_a);
+    }
+    for (const auto& name : c.explains) {
+      auto it = e.s.find(name);
+      if (it == e.s.end() || taken.count(name)) continue;
+      taken.insert(name);
+      contrib += it->second;
+      parts[name] = it->second;
+      if (name == "searches") warm = e.warm_search;
+    }
+    attributed += contrib;
+    causes.push_back({{"kind", c.kind},
+                      {"what", c.what},
+                      {"contribution_s_per_step", parts.empty() ? json(nullptr) : json(contrib)},
+                      {"effects", parts},
+                      {"warmup_searches_s", warm},
+                      {"peak_memory_delta", memory},
+                      {"details", c.details}});
+  }
+  // Effects no change explains: causes of their own above the noise.
+  std::vector<std::pair<std::string, double>> rest;
+  for (const auto& [name, v] : e.s) {
+    if (!taken.count(name) && std::fabs(v) > noise) rest.emplace_back(name, v);
+  }
+  std::sort(rest.begin(), rest.end(),
+            [](const auto& x, const auto& y) { return std::fabs(x.second) > std::fabs(y.second); });
+  for (const auto& [name, v] : rest) {
+    attributed += v;
+    causes.push_back({{"kind", name},
+                      {"what", effect_text(name)},
+                      {"contribution_s_per_step", v},
+                      {"effects", {{name, v}}},
+                      {"warmup_searches_s", nullptr},
+                      {"peak_memory_delta", nullptr},
+                      {"details", json::object()}});
+  }
+  // The warm-up's searches, when no change took them and they moved by more than a tenth of A's
+  // warm-up (at least 5 ms).
+  if (!taken.count("searches") && std::fabs(e.warm_search) > std::max(0.1 * e.warm_a, 5e-3)) {
+    causes.push_back({{"kind", "searches"},
+                      {"what", "time in cuDNN searches during the warm-up"},
+                      {"contribution_s_per_step", nullptr},
+                      {"effects", json::object()},
+                      {"warmup_searches_s", e.warm_search},
+                      {"peak_memory_delta", nullptr},
+                      {"details", json::object()}});
+  }
+  // Peak memory nothing explains: a tenth of A's peak, at least 64 MiB.
+  int64_t dpeak = int64_t(e.peak_b) - int64_t(e.peak_a);
+  if (!taken.count("memory") && std::fabs(double(dpeak)) > std::max(0.1 * double(e.peak_a), double(64ull << 20))) {
+    causes.push_back({{"kind", "memory"},
+                      {"what", "peak device memory"},
+                      {"contribution_s_per_step", nullptr},
+                      {"effects", json::object()},
+                      {"warmup_searches_s", nullptr},
+                      {"peak_memory_delta", dpeak},
+                      {"details", json::object()}});
+  }
+  for (const auto& [name, v] : e.s) {
+    if (!taken.count(name) && std::fabs(v) <= noise) attributed += v;
+  }
+  *unattributed = (e.step_b - e.step_a) - attributed;
+  return causes;
+}
+
+}  // namespace
+
+Result<json> diff_runs(const DiffOptions& o) {
+  auto a = load_side(o.a, o.threads, "A");
+  if (!a) return a.error();
+  auto b = load_side(o.b, o.threads, "B");
+  if (!b) return b.error();
+  bool by_rank = false;
+  auto pairs = match(*a, *b, &by_rank);
+  if (pairs.empty()) return Error{"no process of A matches one of B (by rank, or in order)"};
+  std::vector<Metrics> ma, mb;
+  json pair_list = json::array();
+  for (const auto& [i, j] : pairs) {
+    ma.push_back(metrics_of(a->procs[i]));
+    mb.push_back(metrics_of(b->procs[j]));
+    pair_list.push_back({{"a", process_label(a->procs[i])}, {"b", process_label(b->procs[j])}});
+  }
+  Effects e = effects_of(ma, mb);
+  std::vector<Change> changes;
+  configuration_changes(*a, *b, changes);
+  workload_changes(ma, mb, changes);
+  if (e.plans_changed > 0) {
+    // Plans that changed with nothing configured differently: the benchmark's own choice between
+    // near-equal plans, or another machine's timing.
+    changes.push_back({"plans",
+                       fmt::format("{} of {} problems ran with other plans", e.plans_changed, e.plans_compared),
+                       {"plans"},
+                       {{"changed", e.plan_changes}}});
+  }
+  // Noise: a tenth of A's step, at least 0.5 ms: identical runs' steps and searches differ by
+  // about that much from run to run (docs/commands/diff.md).
+  const double noise = std::max(0.1 * e.step_a, 0.5e-3);
+  double unattributed = 0;
+  json causes = causes_of(changes, e, noise, &unattributed);
+  if (e.ooms != 0 || e.failures != 0 || e.injected != 0) {
+    causes.push_back(
+        {{"kind", "failures"},
+         {"what", fmt::format("failures per process: out-of-memory {:+d}, cuDNN {:+d}, injected {:+d} (B minus A)",
+                              e.ooms, e.failures, e.injected)},
+         {"contribution_s_per_step", nullptr},
+         {"effects", json::object()},
+         {"warmup_searches_s", nullptr},
+         {"peak_memory_delta", nullptr},
+         {"details", {{"ooms", e.ooms}, {"cudnn_failures", e.failures}, {"injected", e.injected}}}});
+  }
+  json owners = json::object();
+  for (const auto& [o, d] : e.owner_delta) {
+    if (d != 0) owners[o] = d;
+  }
+  auto side = [](const Side& s, const std::vector<std::string>& paths, double step, uint64_t peak) {
+    return json{
+        {"paths", paths}, {"processes", s.procs.size()}, {"step_s", step}, {"peak", peak}, {"warnings", s.warnings}};
+  };
+  std::vector<int> unmatched_a, unmatched_b;
+  return json{
+      {"format", "cuprobe-diff/1"},
+      {"a", side(*a, o.a, e.step_a, e.peak_a)},
+      {"b", side(*b, o.b, e.step_b, e.peak_b)},
+      {"matched_by", by_rank ? "rank" : "order"},
+      {"pairs", pair_list},
+      {"step_time",
+       {{"a_s", e.step_a},
+        {"b_s", e.step_b},
+        {"delta_s", e.step_b - e.step_a},
+        {"ratio", e.step_a > 0 ? json(e.step_b / e.step_a) : json(nullptr)}}},
+      {"warmup",
+       {{"a_s", e.warm_a}, {"b_s", e.warm_b}, {"delta_s", e.warm_b - e.warm_a}, {"searches_delta_s", e.warm_search}}},
+      {"peak_memory",
+       {{"a", e.peak_a}, {"b", e.peak_b}, {"delta", int64_t(e.peak_b) - int64_t(e.peak_a)}, {"by_owner", owners}}},
+      {"causes", causes},
+      {"unattributed_s_per_step", unattributed},
+      {"noise_s_per_step", noise}};
+}
+
+void print_diff(const json& d, FILE* out) {
+  const json& a = d["a"];
+  const json& b = d["b"];
+  fmt::print(out, "cuprobe diff: A ({} process{}) against B ({} process{}), {} pair{} matched by {}\n",
+             a["processes"].get<size_t>(), a["processes"] == 1 ? "" : "es", b["processes"].get<size_t>(),
+             b["processes"] == 1 ? "" : "es", d["pairs"].size(), d["pairs"].size() == 1 ? "" : "s",
+             d["matched_by"].get<std::string>());
+  const json& st = d["step_time"];
+  double sa = st["a_s"], sb = st["b_s"];
+  fmt::print(out, "  step time: {} in A, {} in B ({}{})\n", plain_ms(sa), plain_ms(sb), ms_text(sb - sa),
+             sa > 0 ? fmt::format(", {:+.0f}%", (sb / sa - 1) * 100) : "");
+  const json& w = d["warmup"];
+  fmt::print(
+      out, "  warm-up (first work to the second step): {:.3f} s in A, {:.3f} s in B ({:+.3f} s; searches {:+.3f} s)\n",
+      w["a_s"].get<double>(), w["b_s"].get<double>(), w["delta_s"].get<double>(), w["searches_delta_s"].get<double>());
+  const json& pm = d["peak_memory"];
+  std::string owners;
+  for (auto it = pm["by_owner"].begin(); it != pm["by_owner"].end(); ++it) {
+    int64_t v = it.value();
+    owners += fmt::format("{}{} {}{}", owners.empty() ? "" : ", ", it.key(), v < 0 ? "-" : "+",
+                          human_bytes(uint64_t(std::llabs(v))));
+  }
+  fmt::print(out, "  peak memory: {} in A, {} in B{}\n", human_bytes(pm["a"]), human_bytes(pm["b"]),
+             owners.empty() ? "" : " (" + owners + ")");
+  if (d["causes"].empty()) {
+    fmt::print(out, "\nNo difference above the noise ({} per step).\n", plain_ms(d["noise_s_per_step"]));
+  } else {
+    fmt::print(out, "\ncauses, what differs first, then measured effects by size:\n");
+    int k = 0;
+    for (const auto& c : d["causes"]) {
+      std::string contrib;
+      if (c["contribution_s_per_step"].is_number()) {
+        std::string parts;
+        for (auto it = c["effects"].begin(); it != c["effects"].end(); ++it) {
+          parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", it.key(), ms_text(it.value()));
+        }
+        contrib = fmt::format(": {} per step ({})", ms_text(c["contribution_s_per_step"]), parts);
+      }
+      if (c["peak_memory_delta"].is_number()) {
+        int64_t v = c["peak_memory_delta"];
+        contrib += fmt::format("{}peak memory {}{}", contrib.empty() ? ": " : "; ", v < 0 ? "-" : "+",
+                               human_bytes(uint64_t(std::llabs(v))));
+      }
+      if (c["warmup_searches_s"].is_number()) {
+        contrib += fmt::format("{}warm-up searches {:+.3f} s", contrib.empty() ? ": " : "; ",
+                               c["warmup_searches_s"].get<double>());
+      }
+      fmt::print(out, "  {}. [{}] {}{}\n", ++k, c["kind"].get<std::string>(), c["what"].get<std::string>(), contrib);
+      if (c["kind"] == "plans") {
+        for (const auto& p : c["details"]["changed"]) {
+          auto t = [](const json& v) {
+            return v.is_number() ? fmt::format("{:.3f} ms", v.get<double>()) : std::string("not measured");
+          };
+          fmt::print(out, "       {}: {} ({}) in A, {} ({}) in B\n", p["problem"].get<std::string>(),
+                     p["a"].get<std::string>(), t(p["a_ms"]), p["b"].get<std::string>(), t(p["b_ms"]));
+        }
+      }
+    }
+  }
+  fmt::print(out, "  unattributed: {} per step (the noise threshold is {}: a tenth of A's step, at least 0.5 ms)\n",
+             ms_text(d["unattributed_s_per_step"]), plain_ms(d["noise_s_per_step"]));
+  for (const auto& w : a["warnings"]) fmt::print(out, "  note (A): {}\n", w.get<std::string>());
+  for (const auto& w : b["warnings"]) fmt::print(out, "  note (B): {}\n", w.get<std::string>());
+}
+
+}  // namespace cuprobe::analysis

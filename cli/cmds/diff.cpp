@@ -1,0 +1,80 @@
+// `cuprobe diff A B` (issue 31): see analyzer/analysis/diff.h.
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "analysis/diff.h"
+#include "cli.h"
+
+namespace cuprobe::cli {
+
+namespace {
+
+constexpr const char* kHelp = R"HELP(Usage: cuprobe diff [options] A B
+
+Why run B is slower, bigger or different than run A. A and B are each a run directory, a trace,
+a facts file (cuprobe facts) or `cuprobe dump` output; several paths make one side when joined
+with commas (A1,A2). Processes are matched rank to rank (in the order reports list them when
+ranks are not known). For each side: the step time (the median time from one training step's
+start to the next, after the first), cuDNN searches, the plan each problem ran with and what it
+measured, synchronizations, steady-state allocations, peak memory by owner, failures and the
+configuration (cudnn.benchmark, deterministic mode, TF32, versions, GPU, plan file, search
+budget, memory cap, fault plan, allocator settings, recorded environment variables).
+
+The difference is explained by causes: what differs between the runs first (configuration, then
+the problems they ran, then environment variables), each with the measured effects it explains
+per step; then effects nothing explains, largest first, when above the noise (a tenth of A's
+step, at least 0.5 ms); then failures. What the effects do not add up to is unattributed, with
+its size.
+
+Options:
+  --json               machine-readable (format cuprobe-diff/1, docs/diff-json.md)
+  --threads N          traces read in parallel (default: one per core)
+  -h, --help           this text
+
+Exit status: 0 compared, 2 usage error or a side with no process that did CUDA work.
+)HELP";
+
+std::vector<std::string> side(const std::string& arg) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= arg.size()) {
+    size_t end = arg.find(',', start);
+    if (end == std::string::npos) end = arg.size();
+    if (end > start) out.push_back(arg.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int cmd_diff(const Args& args) {
+  analysis::DiffOptions o;
+  bool json = false;
+  OptionParser options(kHelp);
+  options.flag("--json", [&] { json = true; });
+  options.value("--threads", [&](const std::string& v) { o.threads = int(parse_count("--threads", v)); });
+  std::vector<std::string> paths;
+  if (!options.parse(args, &paths)) return kExitOk;
+  if (paths.size() != 2) {
+    throw UsageError(
+        fmt::format("{} given; usage: cuprobe diff A B (two runs; several paths of one run joined by commas)",
+                    paths.empty() ? std::string("no run") : fmt::format("{} runs", paths.size())));
+  }
+  o.a = side(paths[0]);
+  o.b = side(paths[1]);
+  auto d = analysis::diff_runs(o);
+  if (!d) {
+    fmt::print(stderr, "cuprobe diff: {}\n", d.error().message);
+    return kExitUsage;
+  }
+  if (json) {
+    fmt::print("{}\n", d->dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+  } else {
+    analysis::print_diff(*d, stdout);
+  }
+  return kExitOk;
+}
+
+}  // namespace cuprobe::cli

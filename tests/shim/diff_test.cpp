@@ -1,0 +1,115 @@
+// `cuprobe diff A B` (issue 31) on pairs of runs that differ in one thing each (the doubles): the
+// first cause is that difference; identical runs give none of the causes that do not depend on
+// timing (what differs, other problems, other plans, failures, memory).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "support/run.h"
+
+namespace cuprobe::test {
+namespace {
+
+using nlohmann::json;
+
+// Distinct engine times, so that the benchmark's winner is the same in every run.
+const Env kEngines = {{"FAKECUDNN_ENGINE_US", "0:300,1:200,2:100,3:400,4:500,5:600,6:700,7:800"}};
+
+std::string recorded(const std::string& tag, const std::vector<std::string>& argv,
+                     const std::vector<std::string>& opts = {}) {
+  std::string dir = fresh_dir("diff-" + tag) + "/run";
+  std::vector<std::string> o = {"-q"};
+  o.insert(o.end(), opts.begin(), opts.end());
+  RunResult r = record(dir, argv, shim_env(kEngines), o);
+  EXPECT_TRUE(r.status == 0 || !opts.empty()) << tag << ": " << r.err;
+  return dir;
+}
+
+json diffed(const std::string& a, const std::string& b) {
+  RunResult r = run({cuprobe_bin(), "diff", "--json", a, b});
+  EXPECT_EQ(r.status, 0) << r.err;
+  json j = json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.out;
+  return j;
+}
+
+std::vector<std::string> search_job(const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {program("frontend_search"), "--shapes", "3", "--steps", "20"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+TEST(Diff, EachSingleDifferenceIsTheFirstCause) {
+  std::string a = recorded("a", search_job({"--benchmark"}));
+  std::string a2 = recorded("a2", search_job({"--benchmark"}));
+
+  // Identical runs: nothing that does not depend on timing.
+  json same = diffed(a, a2);
+  for (const auto& c : same["causes"]) {
+    EXPECT_TRUE(c["kind"] == "searches" || c["kind"] == "syncs" || c["kind"] == "allocations") << c.dump();
+  }
+
+  // Benchmark off.
+  json off = diffed(a, recorded("off", search_job({})));
+  ASSERT_FALSE(off["causes"].empty());
+  EXPECT_EQ(off["causes"][0]["kind"], "configuration");
+  EXPECT_EQ(off["causes"][0]["details"]["setting"], "cudnn.benchmark");
+  EXPECT_EQ(off["causes"][0]["what"], "cudnn.benchmark: on (timed searches) in A, off (heuristics) in B");
+  EXPECT_TRUE(off["causes"][0]["peak_memory_delta"].is_number());  // the searches' workspace went with them
+
+  // Other shapes: two problems more.
+  json shapes =
+      diffed(a, recorded("shapes", {program("frontend_search"), "--shapes", "5", "--steps", "20", "--benchmark"}));
+  ASSERT_FALSE(shapes["causes"].empty());
+  EXPECT_EQ(shapes["causes"][0]["kind"], "workload");
+  EXPECT_EQ(shapes["causes"][0]["details"]["only_in_b"], 2);
+  EXPECT_EQ(shapes["causes"][0]["details"]["only_in_a"], 0);
+
+  // A plan file: A's own plans, pinned.
+  std::string plans = fresh_dir("diff-plans") + "/plans.json";
+  ASSERT_EQ(run({cuprobe_bin(), "plans", "export", "-q", "-o", plans, a}).status, 0);
+  json pinned = diffed(a, recorded("pinned", search_job({"--benchmark"}), {"--pin-plans", plans}));
+  ASSERT_FALSE(pinned["causes"].empty());
+  EXPECT_EQ(pinned["causes"][0]["details"]["setting"], "plan file (record --pin-plans)");
+  EXPECT_EQ(pinned["causes"][0]["details"]["b"], "3 plans pinned");
+
+  // A fault injected into B's executions.
+  json fault =
+      diffed(a, recorded("fault", search_job({"--benchmark"}), {"--fault", "cudnn-execute:EXECUTION_FAILED,nth=40"}));
+  ASSERT_FALSE(fault["causes"].empty());
+  EXPECT_EQ(fault["causes"][0]["details"]["setting"], "fault plan (record --fault)");
+  EXPECT_EQ(fault["causes"].back()["kind"], "failures");
+}
+
+TEST(Diff, AMemoryCapIsTheCauseOfTheOutOfMemory) {
+  std::string a = recorded("mem-a", {program("fault_probe"), "malloc:100", "malloc:200"});
+  std::string b = recorded("mem-b", {program("fault_probe"), "malloc:100", "malloc:200"}, {"--mem-cap", "150"});
+  json d = diffed(a, b);
+  ASSERT_GE(d["causes"].size(), 2u) << d.dump(2);
+  EXPECT_EQ(d["causes"][0]["details"]["setting"], "memory cap (record --mem-cap)");
+  EXPECT_EQ(d["causes"][0]["details"]["b"], "device 0: 150 B");
+  EXPECT_EQ(d["causes"].back()["kind"], "failures");
+  EXPECT_EQ(d["causes"].back()["details"]["ooms"], 1);
+  // The text says the same, in the same order.
+  RunResult t = run({cuprobe_bin(), "diff", a, b});
+  EXPECT_EQ(t.status, 0) << t.err;
+  size_t first = t.out.find("1. [configuration] memory cap (record --mem-cap): none in A, device 0: 150 B in B");
+  size_t last = t.out.find("[failures] failures per process: out-of-memory +1");
+  EXPECT_NE(first, std::string::npos) << t.out;
+  EXPECT_NE(last, std::string::npos) << t.out;
+  EXPECT_LT(first, last);
+  EXPECT_NE(t.out.find("unattributed: "), std::string::npos) << t.out;
+}
+
+TEST(Diff, BadOperandsAreNamed) {
+  RunResult one = run({cuprobe_bin(), "diff", "/tmp"});
+  EXPECT_EQ(one.status, 2);
+  EXPECT_NE(one.err.find("1 runs given; usage: cuprobe diff A B"), std::string::npos) << one.err;
+  std::string empty = fresh_dir("diff-empty");
+  RunResult none = run({cuprobe_bin(), "diff", empty, empty});
+  EXPECT_EQ(none.status, 2);
+  EXPECT_NE(none.err.find("no trace files"), std::string::npos) << none.err;
+}
+
+}  // namespace
+}  // namespace cuprobe::test
