@@ -161,13 +161,15 @@ std::string setting_word(Setting s, const char* on, const char* off) {
 
 // The value all processes of a side share ("" when they differ or none says).
 template <class F>
-std::string common_value(const Side& s, F value) {
+std::string common_value(const Side& s, const std::vector<size_t>& which, F value) {
   std::set<std::string> seen;
-  for (size_t i = 0; i < s.procs.size(); ++i) seen.insert(value(s.procs[i], s.settings[i]));
+  for (size_t i : which) seen.insert(value(s.procs[i], s.settings[i]));
   return seen.size() == 1 ? *seen.begin() : (seen.empty() ? "" : "mixed");
 }
 
-void configuration_changes(const Side& a, const Side& b, std::vector<Change>& out) {
+// Of the processes `ia` of A and `ib` of B.
+void configuration_changes(const Side& a, const std::vector<size_t>& ia, const Side& b, const std::vector<size_t>& ib,
+                           std::vector<Change>& out) {
   struct Dim {
     const char* name;
     std::function<std::string(const ProcessFacts&, const ProcessSettings&)> value;
@@ -228,7 +230,7 @@ void configuration_changes(const Side& a, const Side& b, std::vector<Change>& ou
        {"memory", "allocations", "failures"}},
   };
   for (const auto& d : dims) {
-    std::string va = common_value(a, d.value), vb = common_value(b, d.value);
+    std::string va = common_value(a, ia, d.value), vb = common_value(b, ib, d.value);
     // A setting one side's traces cannot tell (pinned selections show one candidate, so nothing
     // of deterministic mode or TF32) is not a difference.
     if (va == vb || va == "unknown" || vb == "unknown") continue;
@@ -239,8 +241,8 @@ void configuration_changes(const Side& a, const Side& b, std::vector<Change>& ou
   }
   // Environment variables the shim recorded (CUPROBE_*, PYTORCH_*, CUDNN_*, NCCL_*, ...), of the
   // first process of each side; those above already say what they change.
-  const auto& ea = a.procs.front().trace->process().environment;
-  const auto& eb = b.procs.front().trace->process().environment;
+  const auto& ea = a.procs[ia.front()].trace->process().environment;
+  const auto& eb = b.procs[ib.front()].trace->process().environment;
   std::set<std::string> names;
   for (const auto& [k, v] : ea) names.insert(k);
   for (const auto& [k, v] : eb) names.insert(k);
@@ -469,24 +471,21 @@ json causes_of(std::vector<Change>& changes, const Effects& e, double noise, dou
 
 }  // namespace
 
-Result<json> diff_runs(const DiffOptions& o) {
-  auto a = load_side(o.a, o.threads, "A");
-  if (!a) return a.error();
-  auto b = load_side(o.b, o.threads, "B");
-  if (!b) return b.error();
-  bool by_rank = false;
-  auto pairs = match(*a, *b, &by_rank);
-  if (pairs.empty()) return Error{"no process of A matches one of B (by rank, or in order)"};
+namespace {
+
+// Processes `ia` of A against `ib` of B (ia[k] with ib[k]): what diff_runs and diff_ranks report
+// of a comparison.
+json compare(const Side& a, const std::vector<size_t>& ia, const Side& b, const std::vector<size_t>& ib) {
   std::vector<Metrics> ma, mb;
   json pair_list = json::array();
-  for (const auto& [i, j] : pairs) {
-    ma.push_back(metrics_of(a->procs[i]));
-    mb.push_back(metrics_of(b->procs[j]));
-    pair_list.push_back({{"a", process_label(a->procs[i])}, {"b", process_label(b->procs[j])}});
+  for (size_t k = 0; k < ia.size(); ++k) {
+    ma.push_back(metrics_of(a.procs[ia[k]]));
+    mb.push_back(metrics_of(b.procs[ib[k]]));
+    pair_list.push_back({{"a", process_label(a.procs[ia[k]])}, {"b", process_label(b.procs[ib[k]])}});
   }
   Effects e = effects_of(ma, mb);
   std::vector<Change> changes;
-  configuration_changes(*a, *b, changes);
+  configuration_changes(a, ia, b, ib, changes);
   workload_changes(ma, mb, changes);
   if (e.plans_changed > 0) {
     // Plans that changed with nothing configured differently: the benchmark's own choice between
@@ -516,16 +515,7 @@ Result<json> diff_runs(const DiffOptions& o) {
   for (const auto& [o, d] : e.owner_delta) {
     if (d != 0) owners[o] = d;
   }
-  auto side = [](const Side& s, const std::vector<std::string>& paths, double step, uint64_t peak) {
-    return json{
-        {"paths", paths}, {"processes", s.procs.size()}, {"step_s", step}, {"peak", peak}, {"warnings", s.warnings}};
-  };
-  std::vector<int> unmatched_a, unmatched_b;
   return json{
-      {"format", "cuprobe-diff/1"},
-      {"a", side(*a, o.a, e.step_a, e.peak_a)},
-      {"b", side(*b, o.b, e.step_b, e.peak_b)},
-      {"matched_by", by_rank ? "rank" : "order"},
       {"pairs", pair_list},
       {"step_time",
        {{"a_s", e.step_a},
@@ -539,6 +529,106 @@ Result<json> diff_runs(const DiffOptions& o) {
       {"causes", causes},
       {"unattributed_s_per_step", unattributed},
       {"noise_s_per_step", noise}};
+}
+
+}  // namespace
+
+Result<json> diff_runs(const DiffOptions& o) {
+  auto a = load_side(o.a, o.threads, "A");
+  if (!a) return a.error();
+  auto b = load_side(o.b, o.threads, "B");
+  if (!b) return b.error();
+  bool by_rank = false;
+  auto pairs = match(*a, *b, &by_rank);
+  if (pairs.empty()) return Error{"no process of A matches one of B (by rank, or in order)"};
+  std::vector<size_t> ia, ib;
+  for (const auto& [i, j] : pairs) {
+    ia.push_back(i);
+    ib.push_back(j);
+  }
+  json d = compare(*a, ia, *b, ib);
+  auto side = [](const Side& s, const std::vector<std::string>& paths, const json& step, const json& peak) {
+    return json{
+        {"paths", paths}, {"processes", s.procs.size()}, {"step_s", step}, {"peak", peak}, {"warnings", s.warnings}};
+  };
+  d["format"] = "cuprobe-diff/1";
+  d["a"] = side(*a, o.a, d["step_time"]["a_s"], d["peak_memory"]["a"]);
+  d["b"] = side(*b, o.b, d["step_time"]["b_s"], d["peak_memory"]["b"]);
+  d["matched_by"] = by_rank ? "rank" : "order";
+  return d;
+}
+
+Result<json> diff_ranks(const DiffOptions& o) {
+  auto s = load_side(o.a, o.threads, "the run");
+  if (!s) return s.error();
+  if (s->procs.size() < 2) return Error{"--ranks compares a job's ranks: this run has one process that did CUDA work"};
+  // The typical process: the one whose step is the median of the job's.
+  std::vector<std::pair<double, size_t>> steps;
+  for (size_t i = 0; i < s->procs.size(); ++i) steps.emplace_back(metrics_of(s->procs[i]).step_s, i);
+  std::sort(steps.begin(), steps.end());
+  const size_t typical = steps[steps.size() / 2].second;
+  json ranks = json::array();
+  for (size_t i = 0; i < s->procs.size(); ++i) {
+    if (i == typical) continue;
+    json c = compare(*s, {typical}, *s, {i});
+    double delta = c["step_time"]["delta_s"];
+    if (c["causes"].empty() && std::fabs(delta) <= c["noise_s_per_step"].get<double>()) continue;
+    // Said of this process against the typical one, not of runs A and B.
+    for (auto& cause : c["causes"]) {
+      std::string w = cause["what"];
+      auto swap = [&](const std::string& from, const std::string& to) {
+        for (size_t at; (at = w.find(from)) != std::string::npos;) w.replace(at, from.size(), to);
+      };
+      swap(" in A, ", " in the typical process, ");
+      if (w.size() >= 5 && w.compare(w.size() - 5, 5, " in B") == 0) w.replace(w.size() - 5, 5, " here");
+      swap("(B minus A)", "(here minus the typical process)");
+      swap("ran only in B, ", "ran only here, ");
+      cause["what"] = w;
+    }
+    ranks.push_back({{"process", process_label(s->procs[i])},
+                     {"rank", s->procs[i].rank},
+                     {"step_s", c["step_time"]["b_s"]},
+                     {"delta_s", delta},
+                     {"causes", c["causes"]},
+                     {"unattributed_s_per_step", c["unattributed_s_per_step"]}});
+  }
+  std::stable_sort(ranks.begin(), ranks.end(), [](const json& x, const json& y) {
+    return x["delta_s"].get<double>() > y["delta_s"].get<double>();
+  });
+  return json{{"format", "cuprobe-diff-ranks/1"},
+              {"paths", o.a},
+              {"processes", s->procs.size()},
+              {"typical", process_label(s->procs[typical])},
+              {"typical_step_s", steps[steps.size() / 2].first},
+              {"noise_s_per_step", std::max(0.1 * steps[steps.size() / 2].first, 0.5e-3)},
+              {"ranks", ranks},
+              {"warnings", s->warnings}};
+}
+
+void print_diff_ranks(const json& d, FILE* out) {
+  constexpr size_t kShown = 20;
+  fmt::print(out, "cuprobe diff --ranks: {} processes; the typical one is {} (step {})\n", d["processes"].get<size_t>(),
+             d["typical"].get<std::string>(), plain_ms(d["typical_step_s"]));
+  const json& r = d["ranks"];
+  if (r.empty()) {
+    fmt::print(out, "\nEvery process looks like the typical one (no difference above {} per step).\n",
+               plain_ms(d["noise_s_per_step"]));
+  }
+  for (size_t i = 0; i < r.size() && i < kShown; ++i) {
+    fmt::print(out, "\n{}: step {} ({} against the typical one)\n", r[i]["process"].get<std::string>(),
+               plain_ms(r[i]["step_s"]), ms_text(r[i]["delta_s"]));
+    int k = 0;
+    for (const auto& c : r[i]["causes"]) {
+      std::string contrib = c["contribution_s_per_step"].is_number()
+                                ? fmt::format(": {} per step", ms_text(c["contribution_s_per_step"]))
+                                : "";
+      fmt::print(out, "  {}. [{}] {}{}\n", ++k, c["kind"].get<std::string>(), c["what"].get<std::string>(), contrib);
+    }
+    fmt::print(out, "  unattributed: {} per step\n", ms_text(r[i]["unattributed_s_per_step"]));
+  }
+  if (r.size() > kShown)
+    fmt::print(out, "\nand {} more processes that differ (--json lists them all)\n", r.size() - kShown);
+  for (const auto& w : d["warnings"]) fmt::print(out, "  note: {}\n", w.get<std::string>());
 }
 
 void print_diff(const json& d, FILE* out) {

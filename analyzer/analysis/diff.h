@@ -29,4 +29,10 @@ Result<nlohmann::json> diff_runs(const DiffOptions& options);
 // is left unattributed.
 void print_diff(const nlohmann::json& diff, FILE* out);
 
+// One job's processes against its typical one (the process whose step is the job's median), for
+// the slow rank of a DDP job: each process that differs, by how much its step is slower, with the
+// causes (format "cuprobe-diff-ranks/1"; options.a are the job's paths).
+Result<nlohmann::json> diff_ranks(const DiffOptions& options);
+void print_diff_ranks(const nlohmann::json& diff, FILE* out);
+
 }  // namespace cuprobe::analysis

@@ -11,6 +11,7 @@ namespace cuprobe::cli {
 namespace {
 
 constexpr const char* kHelp = R"HELP(Usage: cuprobe diff [options] A B
+       cuprobe diff --ranks [options] RUN
 
 Why run B is slower, bigger or different than run A. A and B are each a run directory, a trace,
 a facts file (cuprobe facts) or `cuprobe dump` output; several paths make one side when joined
@@ -27,8 +28,14 @@ per step; then effects nothing explains, largest first, when above the noise (a 
 step, at least 0.5 ms); then failures. What the effects do not add up to is unattributed, with
 its size.
 
+With --ranks, one job's processes are compared with its typical one (the process whose step
+is the job's median): each process that differs, slowest first, with its causes (the slow rank
+of a DDP job).
+
 Options:
-  --json               machine-readable (format cuprobe-diff/1, docs/diff-json.md)
+  --ranks              each process of one run against the job's typical process
+  --json               machine-readable (format cuprobe-diff/1, or cuprobe-diff-ranks/1 with
+                       --ranks; docs/diff-json.md)
   --threads N          traces read in parallel (default: one per core)
   -h, --help           this text
 
@@ -54,9 +61,26 @@ int cmd_diff(const Args& args) {
   bool json = false;
   OptionParser options(kHelp);
   options.flag("--json", [&] { json = true; });
+  bool ranks = false;
+  options.flag("--ranks", [&] { ranks = true; });
   options.value("--threads", [&](const std::string& v) { o.threads = int(parse_count("--threads", v)); });
   std::vector<std::string> paths;
   if (!options.parse(args, &paths)) return kExitOk;
+  if (ranks) {
+    if (paths.size() != 1) throw UsageError("--ranks takes one run; usage: cuprobe diff --ranks RUN");
+    o.a = side(paths[0]);
+    auto d = analysis::diff_ranks(o);
+    if (!d) {
+      fmt::print(stderr, "cuprobe diff: {}\n", d.error().message);
+      return kExitUsage;
+    }
+    if (json) {
+      fmt::print("{}\n", d->dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+    } else {
+      analysis::print_diff_ranks(*d, stdout);
+    }
+    return kExitOk;
+  }
   if (paths.size() != 2) {
     throw UsageError(
         fmt::format("{} given; usage: cuprobe diff A B (two runs; several paths of one run joined by commas)",

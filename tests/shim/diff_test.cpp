@@ -101,6 +101,40 @@ TEST(Diff, AMemoryCapIsTheCauseOfTheOutOfMemory) {
   EXPECT_NE(t.out.find("unattributed: "), std::string::npos) << t.out;
 }
 
+TEST(Diff, RanksNameTheRankThatDiffersWithItsCause) {
+  std::string job = fresh_dir("diff-ranks") + "/run";
+  for (int r = 0; r < 4; ++r) {
+    std::vector<std::string> argv =
+        search_job(r == 2 ? std::vector<std::string>{} : std::vector<std::string>{"--benchmark"});
+    Env env = kEngines;
+    env.emplace_back("RANK", std::to_string(r));
+    ASSERT_EQ(record(job, argv, shim_env(env), {"-q", "--append"}).status, 0);
+  }
+  RunResult r = run({cuprobe_bin(), "diff", "--ranks", "--json", job});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json d = json::parse(r.out);
+  EXPECT_EQ(d["format"], "cuprobe-diff-ranks/1");
+  EXPECT_EQ(d["processes"], 4);
+  bool found = false;
+  for (const auto& p : d["ranks"]) {
+    bool config = !p["causes"].empty() && p["causes"][0]["kind"] == "configuration";
+    if (p["rank"] == 2) {
+      found = true;
+      ASSERT_TRUE(config) << p.dump(2);
+      EXPECT_EQ(p["causes"][0]["what"],
+                "cudnn.benchmark: on (timed searches) in the typical process, off (heuristics) here");
+    } else {
+      EXPECT_FALSE(config) << p.dump(2);
+    }
+  }
+  EXPECT_TRUE(found) << d.dump(2);
+  RunResult text = run({cuprobe_bin(), "diff", "--ranks", job});
+  EXPECT_NE(text.out.find("rank 2 (pid "), std::string::npos) << text.out;
+  RunResult two = run({cuprobe_bin(), "diff", "--ranks", job, job});
+  EXPECT_EQ(two.status, 2);
+  EXPECT_NE(two.err.find("--ranks takes one run"), std::string::npos) << two.err;
+}
+
 TEST(Diff, BadOperandsAreNamed) {
   RunResult one = run({cuprobe_bin(), "diff", "/tmp"});
   EXPECT_EQ(one.status, 2);
