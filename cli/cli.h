@@ -45,6 +45,9 @@ std::string self_dir();
 // (<self_dir>/../lib/cuprobe/libcuprobe.so by default; CUPROBE_SHIM_FROM_BIN in version.h).
 std::string shim_path();
 
+// "a,b,,c" -> {"a", "b", "c"}: a comma-separated list, empty items dropped (options.cpp).
+std::vector<std::string> split_commas(const std::string& list);
+
 // Parses a non-negative integer option value or throws UsageError naming the option (options.cpp).
 unsigned long long parse_count(const std::string& option, const std::string& value);
 

@@ -17,18 +17,6 @@ namespace {
 // Thrown by the -h/--help flag as soon as it is read, past CLI11.
 struct HelpRequested {};
 
-std::vector<std::string> split_names(const std::string& names) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= names.size()) {
-    size_t end = names.find(',', start);
-    if (end == std::string::npos) end = names.size();
-    if (end > start) out.push_back(names.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -125,12 +113,12 @@ OptionParser::~OptionParser() = default;
 
 void OptionParser::flag(const std::string& names, std::function<void()> action) {
   impl_->app.add_flag_callback(names, std::move(action))->trigger_on_parse();
-  for (auto& n : split_names(names)) impl_->names.push_back(n);
+  for (auto& n : split_commas(names)) impl_->names.push_back(n);
 }
 
 void OptionParser::value(const std::string& names, std::function<void(const std::string&)> action) {
   impl_->app.add_option_function<std::string>(names, std::move(action))->trigger_on_parse();
-  for (auto& n : split_names(names)) {
+  for (auto& n : split_commas(names)) {
     impl_->names.push_back(n);
     impl_->value_options.insert(n);
   }
@@ -186,6 +174,18 @@ bool OptionParser::parse(const Args& args, std::vector<std::string>* operands) {
     if (im.prefix) operands_only = true;
   }
   return true;
+}
+
+std::vector<std::string> split_commas(const std::string& list) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    if (end > start) out.push_back(list.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
 }
 
 }  // namespace cuprobe::cli

@@ -42,18 +42,6 @@ Options:
 Exit status: 0 compared, 2 usage error or a side with no process that did CUDA work.
 )HELP";
 
-std::vector<std::string> side(const std::string& arg) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= arg.size()) {
-    size_t end = arg.find(',', start);
-    if (end == std::string::npos) end = arg.size();
-    if (end > start) out.push_back(arg.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 int cmd_diff(const Args& args) {
@@ -66,39 +54,32 @@ int cmd_diff(const Args& args) {
   options.value("--threads", [&](const std::string& v) { o.threads = int(parse_count("--threads", v)); });
   std::vector<std::string> paths;
   if (!options.parse(args, &paths)) return kExitOk;
-  if (ranks) {
-    if (paths.size() != 1) throw UsageError("--ranks takes one run; usage: cuprobe diff --ranks RUN");
-    o.a = side(paths[0]);
-    auto d = analysis::diff_ranks(o);
+  // The comparison's JSON, or its text; an unreadable side is exit status 2.
+  auto emit = [&](const Result<nlohmann::json>& d, void (*print)(const nlohmann::json&, FILE*)) {
     if (!d) {
       fmt::print(stderr, "cuprobe diff: {}\n", d.error().message);
       return kExitUsage;
     }
     if (json) {
-      fmt::print("{}\n", d->dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+      fmt::print("{}\n", d.value().dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     } else {
-      analysis::print_diff_ranks(*d, stdout);
+      print(d.value(), stdout);
     }
     return kExitOk;
+  };
+  if (ranks) {
+    if (paths.size() != 1) throw UsageError("--ranks takes one run; usage: cuprobe diff --ranks RUN");
+    o.a = split_commas(paths[0]);
+    return emit(analysis::diff_ranks(o), analysis::print_diff_ranks);
   }
   if (paths.size() != 2) {
     throw UsageError(
         fmt::format("{} given; usage: cuprobe diff A B (two runs; several paths of one run joined by commas)",
                     paths.empty() ? std::string("no run") : fmt::format("{} runs", paths.size())));
   }
-  o.a = side(paths[0]);
-  o.b = side(paths[1]);
-  auto d = analysis::diff_runs(o);
-  if (!d) {
-    fmt::print(stderr, "cuprobe diff: {}\n", d.error().message);
-    return kExitUsage;
-  }
-  if (json) {
-    fmt::print("{}\n", d->dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
-  } else {
-    analysis::print_diff(*d, stdout);
-  }
-  return kExitOk;
+  o.a = split_commas(paths[0]);
+  o.b = split_commas(paths[1]);
+  return emit(analysis::diff_runs(o), analysis::print_diff);
 }
 
 }  // namespace cuprobe::cli

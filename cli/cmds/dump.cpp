@@ -519,13 +519,7 @@ int cmd_dump(const Args& args) {
   Filter filter;
   OptionParser options(kHelp);
   options.value("--api", [&](const std::string& list) {
-    size_t start = 0;
-    while (start <= list.size()) {
-      size_t end = list.find(',', start);
-      if (end == std::string::npos) end = list.size();
-      if (end > start) filter.apis.insert(list.substr(start, end - start));
-      start = end + 1;
-    }
+    for (auto& name : split_commas(list)) filter.apis.insert(name);
   });
   options.value("--pid", [&](const std::string& v) { filter.pid = long(parse_count("--pid", v)); });
   options.flag("--no-events", [&] { filter.events = false; });
