@@ -17,6 +17,9 @@ struct ExportJob {
   analysis::Report report;         // findings (Finding::at_wall_ns), summary, step starts
   WalkOptions walk;                // progress, warnings
   std::vector<std::string> symbol_dirs;  // --symbols: where else the traced binaries are
+  // The report's comparison with another run (report --compare-with: analysis/diff.h, that run as
+  // A and this job as B); null when none.
+  nlohmann::json diff;
   // SQLite: the large tables (sqlite_schema.h's `large`: calls, syncs, failures, executions,
   // allocations, memory) are written as b-tree pages (sqlite_pages.h) unless this is set, or
   // CUPROBE_SQLITE_ROWS=sql: then every row goes through SQL, the reference the tests compare the

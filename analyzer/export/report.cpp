@@ -379,6 +379,7 @@ class ReportSink : public TimelineSink {
     d["searches"] = searches_json(stats, items);
     d["divergence"] = divergence_json(stats, items);
     d["faults"] = faults_json(items);
+    d["diff"] = job_.diff;
     if (evidence_cut > 0) {
       stats.aggregated.push_back(
           fmt::format("findings: {} list{} in the evidence cut to their first {} entries (cuprobe analyze --json has all)",

@@ -94,7 +94,7 @@ footer { color: var(--muted); font-size: 12px; text-align: center; margin-top: 1
 </head>
 <body>
 <header class="top"><h1>cuprobe report</h1><span class="sub" id="subtitle"></span>
-<nav class="toc"><a href="#summary">Summary</a><a href="#findings">Findings</a><a href="#memory">Memory</a><a href="#searches">Searches</a><a href="#divergence">Divergence</a><a href="#faults">Faults</a><a href="#aggregated">Aggregation</a></nav></header>
+<nav class="toc"><a href="#summary">Summary</a><a href="#findings">Findings</a><a href="#memory">Memory</a><a href="#searches">Searches</a><a href="#divergence">Divergence</a><a href="#faults">Faults</a><a href="#comparison">Comparison</a><a href="#aggregated">Aggregation</a></nav></header>
 <main>
 <ul id="errors" class="errors" hidden></ul>
 <section id="summary"><h2>Job summary</h2></section>
@@ -103,6 +103,7 @@ footer { color: var(--muted); font-size: 12px; text-align: center; margin-top: 1
 <section id="searches"><h2>Plan searches over time, against training steps</h2></section>
 <section id="divergence"><h2>Problems that got different plans on different processes</h2></section>
 <section id="faults"><h2>Fault injection</h2></section>
+<section id="comparison"><h2>Compared with another run</h2></section>
 <section id="aggregated"><h2>What this page aggregated</h2></section>
 <footer>Written by cuprobe report. Times are seconds from the job's first work (its earliest process's); everything on this page is in this file.</footer>
 </main>
@@ -254,7 +255,40 @@ inline constexpr const char* kPageTail = R"PAGE(</script>
     renderSearches(d, x0, x1, procName);
     renderDivergence(d, shortName, procName);
     renderFaults(d, S);
+    renderComparison(d);
     renderAggregated(d);
+  }
+
+  // cuprobe report --compare-with A: this job as B against A (docs/diff-json.md), as `cuprobe diff A B` says it.
+  function renderComparison(d) {
+    var sec = document.getElementById('comparison');
+    var D = d.diff;
+    if (!D) { sec.appendChild(el('p', { cls: 'empty', text: 'No run to compare with (cuprobe report --compare-with RUN).' })); return; }
+    var ms = function (s) { return (s * 1e3).toFixed(2) + ' ms'; };
+    var signed = function (s) { return (s >= 0 ? '+' : '') + (s * 1e3).toFixed(2) + ' ms'; };
+    var st = D.step_time || {}, pm = D.peak_memory || {};
+    var count = function (n, one, many) { return n + ' ' + (n === 1 ? one : many); };
+    sec.appendChild(el('p', { cls: 'note', text: 'A: ' + (D.a.paths || []).join(', ') + ' (' + count(D.a.processes, 'process', 'processes') +
+      '); B (this job): ' + (D.b.paths || []).join(', ') + ' (' + count(D.b.processes, 'process', 'processes') + '); ' +
+      count((D.pairs || []).length, 'pair', 'pairs') + ' matched by ' + D.matched_by + '.' }));
+    sec.appendChild(wrap(table(['', 'A', 'B (this job)', 'B minus A'], [
+      ['step', ms(st.a_s || 0), ms(st.b_s || 0), signed(st.delta_s || 0)],
+      ['warm-up', duration(D.warmup.a_s || 0), duration(D.warmup.b_s || 0), signed(D.warmup.delta_s || 0)],
+      ['peak memory', bytes(pm.a), bytes(pm.b), (pm.delta < 0 ? '-' : '+') + bytes(Math.abs(pm.delta || 0))]
+    ], [0, 1, 1, 1])));
+    if (!(D.causes || []).length) {
+      sec.appendChild(el('p', { cls: 'empty', text: 'No difference above the noise (' + ms(D.noise_s_per_step) + ' per step).' }));
+    } else {
+      var t = table(['#', 'kind', 'what differs', 'per step', 'also'], D.causes.map(function (c, i) {
+        var also = [];
+        if (c.peak_memory_delta != null) also.push('peak memory ' + (c.peak_memory_delta < 0 ? '-' : '+') + bytes(Math.abs(c.peak_memory_delta)));
+        if (c.warmup_searches_s != null) also.push('warm-up searches ' + signed(c.warmup_searches_s));
+        return [String(i + 1), c.kind, c.what, c.contribution_s_per_step == null ? '—' : signed(c.contribution_s_per_step), also.join('; ') || '—'];
+      }), [1, 0, 0, 1, 0]);
+      t.classList.add('causes-table');
+      sec.appendChild(wrap(t));
+    }
+    sec.appendChild(el('p', { cls: 'note', text: 'Unattributed: ' + signed(D.unattributed_s_per_step || 0) + ' per step (noise: ' + ms(D.noise_s_per_step || 0) + ').' }));
   }
 
   function renderSummary(d, S) {

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "analysis/common.h"
+#include "analysis/diff.h"
 #include "cli.h"
 #include "cmds/output_file.h"
 #include "export/export.h"
@@ -67,8 +68,12 @@ Long jobs are aggregated before they are embedded (memory in time buckets with t
 searches counted per bucket, the largest tables cut to their first rows); the report says what
 was aggregated.
 
+With --compare-with RUN, the page also compares this job with RUN, as `cuprobe diff RUN PATH`
+does (RUN as A, this job as B): step time, warm-up, peak memory and the causes.
+
 Options:
   -o, --output FILE    where to write (default report.html; replaced if it exists)
+  --compare-with RUN   a section comparing the job with RUN (paths of one run joined by commas)
   --rules DIR          also load rules from DIR (as for analyze)
   --set RULE.PARAM=V   change a rule's threshold (as for analyze)
   --symbols DIR        where else the traced binaries are, for call sites (as for analyze)
@@ -106,6 +111,7 @@ class ProgressLine {
 
 struct Common {
   analysis::AnalyzeOptions analyze;
+  std::vector<std::string> compare_with;  // report --compare-with: the run compared with (A)
   std::string output;
   bool quiet = false;
 };
@@ -130,6 +136,15 @@ int run_writer(const char* what, Common& c,
     return kExitUsage;
   }
   exporter::ExportJob job;
+  if (!c.compare_with.empty()) {
+    analysis::DiffOptions o{c.compare_with, c.analyze.paths, c.analyze.threads};
+    auto d = analysis::diff_runs(o);
+    if (!d) {
+      fmt::print(stderr, "cuprobe {}: --compare-with: {}\n", what, d.error().message);
+      return kExitUsage;
+    }
+    job.diff = std::move(*d);
+  }
   job.paths = c.analyze.paths;
   job.report = std::move(*report);
   job.symbol_dirs = c.analyze.symbol_dirs;
@@ -191,6 +206,7 @@ int cmd_report(const Args& args) {
   c.output = "report.html";
   OptionParser options(kReportHelp);
   common_options(options, c);
+  options.value("--compare-with", [&](const std::string& v) { c.compare_with = split_commas(v); });
   if (!options.parse(args, &c.analyze.paths)) return kExitOk;
   if (c.analyze.paths.empty()) throw UsageError("no trace given; usage: cuprobe report -o FILE PATH...");
   return run_writer("report", c, exporter::write_report);

@@ -272,6 +272,40 @@ json embedded(const std::string& html) {
   return json::parse(html.substr(at, html.find("</script>", at) - at));
 }
 
+TEST(ReportHtml, ComparedWithAnotherRunAsDiffSaysIt) {
+  const Env engines = {{"FAKECUDNN_ENGINE_US", "0:300,1:200,2:100,3:400,4:500,5:600,6:700,7:800"}};
+  std::string a = fresh_dir("report-cmp-a") + "/run", b = fresh_dir("report-cmp-b") + "/run";
+  ASSERT_EQ(record(a, {program("frontend_search"), "--shapes", "3", "--steps", "20", "--benchmark"}, shim_env(engines),
+                   {"-q"})
+                .status,
+            0);
+  ASSERT_EQ(record(b, {program("frontend_search"), "--shapes", "3", "--steps", "20"}, shim_env(engines), {"-q"}).status,
+            0);
+  std::string page = fresh_dir("report-cmp") + "/report.html";
+  RunResult r = run({cuprobe_bin(), "report", "-q", "-o", page, "--compare-with", a, b});
+  ASSERT_EQ(r.status, 0) << r.err;
+  Dom dom = open_in_chromium(page, "compare");
+  ASSERT_NE(dom.html.find("data-rendered=\"ok\""), std::string::npos) << section(dom.html, "errors", "</ul>");
+  EXPECT_EQ(section(dom.html, "errors", "</ul>").find("<li"), std::string::npos)
+      << section(dom.html, "errors", "</ul>");
+  std::string cmp = section(dom.html, "comparison");
+  ASSERT_NE(cmp.find("causes-table"), std::string::npos) << cmp;
+  EXPECT_NE(cmp.find("cudnn.benchmark: on (timed searches) in A, off (heuristics) in B"), std::string::npos) << cmp;
+  // The page's comparison is the one cuprobe diff gives, cause for cause.
+  json d = json::parse(run({cuprobe_bin(), "diff", "--json", a, b}).out);
+  json page_diff = embedded(slurp(page))["diff"];
+  ASSERT_EQ(page_diff["causes"].size(), d["causes"].size());
+  for (size_t i = 0; i < d["causes"].size(); ++i) EXPECT_EQ(page_diff["causes"][i]["what"], d["causes"][i]["what"]);
+  // Without --compare-with, the section says how to get one.
+  std::string plain = write_report({b}, "nocompare");
+  Dom dom2 = open_in_chromium(plain, "nocompare");
+  EXPECT_NE(section(dom2.html, "comparison").find("No run to compare with"), std::string::npos);
+  RunResult bad = run({cuprobe_bin(), "report", "-q", "-o", page, "--compare-with", "/no/such/run", b});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--compare-with: /no/such/run: no such file or directory"), std::string::npos) << bad.err;
+  screenshot(page, "compare");
+}
+
 Result<exporter::ExportStats> report_of(const std::string& jsonl, const std::string& out) {
   analysis::AnalyzeOptions options;
   options.paths = {jsonl};
