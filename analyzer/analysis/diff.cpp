@@ -696,4 +696,86 @@ void print_diff(const json& d, FILE* out) {
   for (const auto& w : b["warnings"]) fmt::print(out, "  note (B): {}\n", w.get<std::string>());
 }
 
+Result<json> diff_plan_files(const json& a, const json& b) {
+  struct Entry {
+    std::string problem, plan;
+    json time_ms;
+  };
+  auto read = [](const json& f, const char* side, std::map<std::string, Entry>* out) -> std::string {
+    if (!f.is_object() || f.value("format", "") != "cuprobe-plans/1" || !f.contains("plans") ||
+        !f["plans"].is_array()) {
+      return fmt::format("{}: not a plan file (cuprobe plans export writes format cuprobe-plans/1)", side);
+    }
+    for (const auto& p : f["plans"]) {
+      if (!p.is_object()) continue;
+      // A plan holds for one problem on one GPU model with one cuDNN version (docs/plan-pinning.md).
+      std::string key = fmt::format("{}/{}/{}/{}", p.value("hash", ""), p.value("api", ""), p.value("gpu", ""),
+                                    p.value("cudnn", int64_t(0)));
+      std::string knobs = p.value("knobs", "");
+      std::string plan = p.value("api", "") == "legacy" ? fmt::format("algo {}", p.value("engine", int64_t(-1)))
+                                                        : fmt::format("engine {}{}", p.value("engine", int64_t(-1)),
+                                                                      knobs.empty() ? "" : " [" + knobs + "]");
+      (*out)[key] = Entry{p.value("problem", ""), plan, p.contains("time_ms") ? p["time_ms"] : json(nullptr)};
+    }
+    return "";
+  };
+  std::map<std::string, Entry> pa, pb;
+  if (std::string e = read(a, "A", &pa); !e.empty()) return Error{e};
+  if (std::string e = read(b, "B", &pb); !e.empty()) return Error{e};
+  json changed = json::array(), only_a = json::array(), only_b = json::array();
+  size_t same = 0;
+  for (const auto& [k, eb] : pb) {
+    auto it = pa.find(k);
+    if (it == pa.end()) {
+      only_b.push_back({{"problem", eb.problem}, {"plan", eb.plan}});
+    } else if (it->second.plan != eb.plan) {
+      changed.push_back({{"problem", eb.problem},
+                         {"a", it->second.plan},
+                         {"b", eb.plan},
+                         {"a_ms", it->second.time_ms},
+                         {"b_ms", eb.time_ms}});
+    } else {
+      ++same;
+    }
+  }
+  for (const auto& [k, ea] : pa) {
+    if (!pb.count(k)) only_a.push_back({{"problem", ea.problem}, {"plan", ea.plan}});
+  }
+  return json{{"format", "cuprobe-diff-plans/1"},
+              {"a_plans", pa.size()},
+              {"b_plans", pb.size()},
+              {"same", same},
+              {"changed", changed},
+              {"only_in_a", only_a},
+              {"only_in_b", only_b}};
+}
+
+void print_diff_plans(const json& d, FILE* out) {
+  constexpr size_t kShown = 20;
+  fmt::print(
+      out,
+      "cuprobe diff (plan files): {} plans in A, {} in B; {} the same, {} other plans, {} only in A, {} only in B\n",
+      d["a_plans"].get<size_t>(), d["b_plans"].get<size_t>(), d["same"].get<size_t>(), d["changed"].size(),
+      d["only_in_a"].size(), d["only_in_b"].size());
+  auto t = [](const json& v) {
+    return v.is_number() ? fmt::format("{:.3f} ms", v.get<double>()) : std::string("not measured");
+  };
+  const json& c = d["changed"];
+  if (!c.empty()) fmt::print(out, "\nother plans:\n");
+  for (size_t i = 0; i < c.size() && i < kShown; ++i) {
+    fmt::print(out, "  {}: {} ({}) in A, {} ({}) in B\n", c[i]["problem"].get<std::string>(),
+               c[i]["a"].get<std::string>(), t(c[i]["a_ms"]), c[i]["b"].get<std::string>(), t(c[i]["b_ms"]));
+  }
+  if (c.size() > kShown) fmt::print(out, "  and {} more (--json lists them all)\n", c.size() - kShown);
+  for (const char* side : {"only_in_a", "only_in_b"}) {
+    const json& o = d[side];
+    if (o.empty()) continue;
+    fmt::print(out, "\n{}:\n", std::string(side) == "only_in_a" ? "only in A" : "only in B");
+    for (size_t i = 0; i < o.size() && i < kShown; ++i) {
+      fmt::print(out, "  {}: {}\n", o[i]["problem"].get<std::string>(), o[i]["plan"].get<std::string>());
+    }
+    if (o.size() > kShown) fmt::print(out, "  and {} more (--json lists them all)\n", o.size() - kShown);
+  }
+}
+
 }  // namespace cuprobe::analysis

@@ -35,4 +35,10 @@ void print_diff(const nlohmann::json& diff, FILE* out);
 Result<nlohmann::json> diff_ranks(const DiffOptions& options);
 void print_diff_ranks(const nlohmann::json& diff, FILE* out);
 
+// Two plan files (cuprobe plans export, format cuprobe-plans/1), already parsed: per problem, GPU
+// and cuDNN version, the plan each holds and its measured time (format "cuprobe-diff-plans/1");
+// an error naming the side that is not a plan file.
+Result<nlohmann::json> diff_plan_files(const nlohmann::json& a, const nlohmann::json& b);
+void print_diff_plans(const nlohmann::json& diff, FILE* out);
+
 }  // namespace cuprobe::analysis

@@ -1,10 +1,15 @@
 // `cuprobe diff A B` (issue 31): see analyzer/analysis/diff.h.
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "analysis/diff.h"
 #include "cli.h"
+#include "cmds/output_file.h"
+#include "plan_pin_text.h"
 
 namespace cuprobe::cli {
 
@@ -12,6 +17,7 @@ namespace {
 
 constexpr const char* kHelp = R"HELP(Usage: cuprobe diff [options] A B
        cuprobe diff --ranks [options] RUN
+       cuprobe diff [options] PLANS_A.json PLANS_B.json
 
 Why run B is slower, bigger or different than run A. A and B are each a run directory, a trace,
 a facts file (cuprobe facts) or `cuprobe dump` output; several paths make one side when joined
@@ -27,6 +33,9 @@ the problems they ran, then environment variables), each with the measured effec
 per step; then effects nothing explains, largest first, when above the noise (a tenth of A's
 step, at least 0.5 ms); then failures. What the effects do not add up to is unattributed, with
 its size.
+
+Two plan files (cuprobe plans export) are compared plan by plan: per problem, GPU and cuDNN
+version, the plan each holds and the time it measured, and the problems only one has.
 
 With --ranks, one job's processes are compared with its typical one (the process whose step
 is the job's median): each process that differs, slowest first, with its causes (the slow rank
@@ -76,6 +85,28 @@ int cmd_diff(const Args& args) {
     throw UsageError(
         fmt::format("{} given; usage: cuprobe diff A B (two runs; several paths of one run joined by commas)",
                     paths.empty() ? std::string("no run") : fmt::format("{} runs", paths.size())));
+  }
+  // Plan files (cuprobe plans export) on both sides: their plans compared; one side only: say how.
+  auto plan_file = [](const std::string& path) -> std::optional<nlohmann::json> {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
+    std::ifstream in(path);
+    char first = 0;
+    in >> first;
+    if (first != '{') return std::nullopt;
+    std::string text = read_input_file("plan file", path, pins::kMaxPlanFileBytes);
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || j.value("format", "").rfind("cuprobe-plans/", 0) != 0)
+      return std::nullopt;
+    return j;
+  };
+  auto pa = plan_file(paths[0]), pb = plan_file(paths[1]);
+  if (pa && pb) return emit(analysis::diff_plan_files(*pa, *pb), analysis::print_diff_plans);
+  if (pa || pb) {
+    throw UsageError(
+        fmt::format("{} is a plan file and {} is not: compare plan files with plan files (cuprobe plans "
+                    "export -o run.plans.json RUN gives a run's), or runs with runs",
+                    pa ? paths[0] : paths[1], pa ? paths[1] : paths[0]));
   }
   o.a = split_commas(paths[0]);
   o.b = split_commas(paths[1]);

@@ -135,6 +135,30 @@ TEST(Diff, RanksNameTheRankThatDiffersWithItsCause) {
   EXPECT_NE(two.err.find("--ranks takes one run"), std::string::npos) << two.err;
 }
 
+TEST(Diff, PlanFilesAreComparedPlanByPlan) {
+  std::string a = recorded("plans-a", search_job({"--benchmark"}));
+  std::string off = recorded("plans-off", search_job({}));
+  std::string more =
+      recorded("plans-more", {program("frontend_search"), "--shapes", "5", "--steps", "20", "--benchmark"});
+  std::string dir = fresh_dir("diff-plan-files");
+  for (const auto& [from, name] :
+       std::vector<std::pair<std::string, std::string>>{{a, "a"}, {off, "off"}, {more, "more"}}) {
+    RunResult e = run({cuprobe_bin(), "plans", "export", "-q", "-o", dir + "/" + name + ".json", from});
+    ASSERT_EQ(e.status, 0) << e.err;
+  }
+  json d = diffed(dir + "/a.json", dir + "/off.json");
+  EXPECT_EQ(d["format"], "cuprobe-diff-plans/1");
+  EXPECT_EQ(d["changed"].size(), 3u) << d.dump(2);  // the benchmark's winners against the heuristic's picks
+  EXPECT_EQ(d["same"], 0);
+  json m = diffed(dir + "/a.json", dir + "/more.json");
+  EXPECT_EQ(m["same"], 3);
+  EXPECT_EQ(m["only_in_b"].size(), 2u);
+  EXPECT_TRUE(m["only_in_a"].empty());
+  RunResult mixed = run({cuprobe_bin(), "diff", dir + "/a.json", a});
+  EXPECT_EQ(mixed.status, 2);
+  EXPECT_NE(mixed.err.find("is a plan file and " + a + " is not"), std::string::npos) << mixed.err;
+}
+
 TEST(Diff, BadOperandsAreNamed) {
   RunResult one = run({cuprobe_bin(), "diff", "/tmp"});
   EXPECT_EQ(one.status, 2);
