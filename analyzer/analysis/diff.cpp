@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "analysis/common.h"
+#include "analysis/engine.h"
 #include "analysis/facts_io.h"
 #include "analysis/pinning.h"
 #include "analysis/rank_groups.h"
@@ -260,7 +261,8 @@ void configuration_changes(const Side& a, const std::vector<size_t>& ia, const S
   }
 }
 
-// Pairs of processes, rank to rank when every process of both sides has one, else in report order.
+// Pairs of processes, rank to rank when every process of both sides has one, else by label
+// (program and device), in report order among processes of one label.
 std::vector<std::pair<size_t, size_t>> match(const Side& a, const Side& b, bool* by_rank) {
   auto ranked = [](const Side& s) {
     return std::all_of(s.procs.begin(), s.procs.end(), [](const ProcessFacts& p) { return p.rank >= 0; });
@@ -274,7 +276,18 @@ std::vector<std::pair<size_t, size_t>> match(const Side& a, const Side& b, bool*
       if (auto it = rb.find(a.procs[i].rank); it != rb.end()) pairs.emplace_back(i, it->second);
     }
   } else {
-    for (size_t i = 0; i < a.procs.size() && i < b.procs.size(); ++i) pairs.emplace_back(i, i);
+    // By label: the program and the device, then in order among processes of the same label.
+    auto label = [](const ProcessFacts& p) {
+      return fmt::format("{} cuda:{}", program_name(p.trace->process().cmdline), p.device);
+    };
+    std::map<std::string, std::vector<size_t>> lb;
+    for (size_t j = 0; j < b.procs.size(); ++j) lb[label(b.procs[j])].push_back(j);
+    std::map<std::string, size_t> used;
+    for (size_t i = 0; i < a.procs.size(); ++i) {
+      std::string k = label(a.procs[i]);
+      auto it = lb.find(k);
+      if (it != lb.end() && used[k] < it->second.size()) pairs.emplace_back(i, it->second[used[k]++]);
+    }
   }
   return pairs;
 }
@@ -540,7 +553,7 @@ Result<json> diff_runs(const DiffOptions& o) {
   if (!b) return b.error();
   bool by_rank = false;
   auto pairs = match(*a, *b, &by_rank);
-  if (pairs.empty()) return Error{"no process of A matches one of B (by rank, or in order)"};
+  if (pairs.empty()) return Error{"no process of A matches one of B (by rank, or by program and device)"};
   std::vector<size_t> ia, ib;
   for (const auto& [i, j] : pairs) {
     ia.push_back(i);
@@ -554,7 +567,7 @@ Result<json> diff_runs(const DiffOptions& o) {
   d["format"] = "cuprobe-diff/1";
   d["a"] = side(*a, o.a, d["step_time"]["a_s"], d["peak_memory"]["a"]);
   d["b"] = side(*b, o.b, d["step_time"]["b_s"], d["peak_memory"]["b"]);
-  d["matched_by"] = by_rank ? "rank" : "order";
+  d["matched_by"] = by_rank ? "rank" : "program and device";
   return d;
 }
 

@@ -62,31 +62,6 @@ void note_coverage(const AllFacts& all, std::vector<Finding>& findings) {
   }
 }
 
-// The program a process ran, as people call it: the script or module a Python interpreter ran
-// ("torchrun" for "python3 /venv/bin/torchrun ...", "torch.distributed.run" for "python -m
-// torch.distributed.run"), else the executable's file name.
-std::string program_name(const std::vector<std::string>& argv) {
-  auto base = [](const std::string& path) {
-    size_t slash = path.find_last_of('/');
-    return slash == std::string::npos || slash + 1 == path.size() ? path : path.substr(slash + 1);
-  };
-  if (argv.empty()) return "";
-  std::string exe = base(argv[0]);
-  if (exe.rfind("python", 0) != 0) return exe;
-  for (size_t i = 1; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
-    if (a == "-m" && i + 1 < argv.size()) return argv[i + 1];
-    if (a.rfind("-m", 0) == 0 && a.size() > 2) return a.substr(2);
-    if (a.rfind("-c", 0) == 0 || a == "-") return exe;
-    if (a == "-X" || a == "-W") {
-      ++i;  // their argument
-    } else if (a.empty() || a[0] != '-') {
-      return base(a);
-    }
-  }
-  return exe;
-}
-
 // A launcher: a process without a rank that made no CUDA work (facts.h did_work: no device
 // memory, copy, launch, synchronization or cuDNN handle, plan or execution; what it recorded
 // were an import's device queries) and ended cleanly or was still running: torchrun's agent, a
@@ -253,6 +228,31 @@ json summarize(const AllFacts& all) {
 }
 
 }  // namespace
+
+// The program a process ran, as people call it: the script or module a Python interpreter ran
+// ("torchrun" for "python3 /venv/bin/torchrun ...", "torch.distributed.run" for "python -m
+// torch.distributed.run"), else the executable's file name.
+std::string program_name(const std::vector<std::string>& argv) {
+  auto base = [](const std::string& path) {
+    size_t slash = path.find_last_of('/');
+    return slash == std::string::npos || slash + 1 == path.size() ? path : path.substr(slash + 1);
+  };
+  if (argv.empty()) return "";
+  std::string exe = base(argv[0]);
+  if (exe.rfind("python", 0) != 0) return exe;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "-m" && i + 1 < argv.size()) return argv[i + 1];
+    if (a.rfind("-m", 0) == 0 && a.size() > 2) return a.substr(2);
+    if (a.rfind("-c", 0) == 0 || a == "-") return exe;
+    if (a == "-X" || a == "-W") {
+      ++i;  // their argument
+    } else if (a.empty() || a[0] != '-') {
+      return base(a);
+    }
+  }
+  return exe;
+}
 
 Result<Report> analyze(const AnalyzeOptions& options) {
   auto loaded = load_rules(options.rule_dirs);

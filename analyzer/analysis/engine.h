@@ -40,6 +40,10 @@ struct Report {
 
 Result<Report> analyze(const AnalyzeOptions& options);
 
+// The program a process ran, as people call it: the script or module a Python interpreter ran
+// ("torchrun", "torch.distributed.run"), else the executable's file name (engine.cpp).
+std::string program_name(const std::vector<std::string>& argv);
+
 nlohmann::json findings_json(const std::vector<Finding>& findings);
 // The order findings are reported in (RunEvent, then severity, then time lost).
 bool finding_before(const Finding& a, const Finding& b);

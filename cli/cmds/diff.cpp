@@ -21,8 +21,8 @@ constexpr const char* kHelp = R"HELP(Usage: cuprobe diff [options] A B
 
 Why run B is slower, bigger or different than run A. A and B are each a run directory, a trace,
 a facts file (cuprobe facts) or `cuprobe dump` output; several paths make one side when joined
-with commas (A1,A2). Processes are matched rank to rank (in the order reports list them when
-ranks are not known). For each side: the step time (the median time from one training step's
+with commas (A1,A2). Processes are matched rank to rank (by program and device when ranks are
+not known). For each side: the step time (the median time from one training step's
 start to the next, after the first), cuDNN searches, the plan each problem ran with and what it
 measured, synchronizations, steady-state allocations, peak memory by owner, failures and the
 configuration (cudnn.benchmark, deterministic mode, TF32, versions, GPU, plan file, search
