@@ -47,6 +47,12 @@ inline double job_s(const ProcessFacts& p, uint64_t ts_ns) {
 }
 
 inline double seconds(uint64_t ns) { return double(ns) / 1e9; }
+// A duration as reports print it: "2.3 min", "1.25 s", "12.5 ms".
+inline std::string seconds_text(double s) {
+  if (s >= 60) return fmt::format("{:.1f} min", s / 60);
+  if (s >= 1) return fmt::format("{:.2f} s", s);
+  return fmt::format("{:.1f} ms", s * 1e3);
+}
 
 // What of its run a process's trace holds, when the flight recorder overwrote routine calls or a
 // capture window left them out (docs/flight-recorder.md); "" when it holds every call. Times are

@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -112,7 +113,10 @@ Metrics metrics_of(const ProcessFacts& p) {
   const uint64_t warm_end = p.second_pass_ns ? p.second_pass_ns : p.last_ns;
   m.warmup_s = seconds(warm_end > p.job_start_ns ? warm_end - p.job_start_ns : 0);
   const double steady_steps = double(std::max<uint64_t>(m.steps > 1 ? m.steps - 1 : 1, 1));
-  std::map<uint64_t, double> measured;  // problem hash -> the winner's time in its last search
+  // What each plan measured in the process's searches (the last time it was timed), by problem,
+  // engine and knobs: the plan a problem ended on need not be a search's winner (a plan file, a
+  // deferred search under the budget).
+  std::map<std::tuple<uint64_t, int64_t, std::string>, double> measured;
   for (const auto& s : p.searches) {
     double took = seconds(s.end_ns > s.start_ns ? s.end_ns - s.start_ns : 0);
     if (s.start_ns < warm_end) {
@@ -121,8 +125,8 @@ Metrics metrics_of(const ProcessFacts& p) {
       m.search_s += took / steady_steps;
     }
     ++m.searches;
-    if (s.winner >= 0 && s.candidates[size_t(s.winner)].time_ms >= 0) {
-      measured[s.problem_hash] = s.candidates[size_t(s.winner)].time_ms;
+    for (const auto& c : s.candidates) {
+      if (c.time_ms >= 0) measured[{s.problem_hash, c.engine, c.knobs}] = c.time_ms;
     }
   }
   for (const auto& [api, ns] : p.sync_ns) m.sync_s += seconds(ns) / n;
@@ -136,7 +140,7 @@ Metrics metrics_of(const ProcessFacts& p) {
   for (const auto& [hash, use] : p.problems) {
     if (use.plans.empty()) continue;
     const PlanUse& last = use.plans.back();
-    auto t = measured.find(hash);
+    auto t = measured.find({hash, last.engine, last.knobs});
     m.plans[hash] = Plan{use.problem, last.plan, double(last.executions) / n, t == measured.end() ? -1 : t->second};
   }
   for (const auto& f : p.cudnn_failures) m.failures += f.routine ? 0 : f.count;

@@ -25,12 +25,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string seconds_text(double s) {
-  if (s >= 60) return fmt::format("{:.1f} min", s / 60);
-  if (s >= 1) return fmt::format("{:.2f} s", s);
-  return fmt::format("{:.1f} ms", s * 1e3);
-}
-
 // A finding about a process whose trace lacks part of its routine calls (flight recorder, capture
 // window) says which part of the run it rests on: in its message and as evidence.coverage.
 void note_coverage(const AllFacts& all, std::vector<Finding>& findings) {

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/common.h"
 #include "bytes_text.h"
 
 namespace cuprobe::analysis {
@@ -69,12 +70,6 @@ std::string version_text(int64_t v) {
   if (v < 0) return "unknown";
   return v >= 10000 ? fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100)
                     : fmt::format("{}.{}", v / 1000, v % 1000 / 10);
-}
-
-std::string seconds_text(double s) {
-  if (s >= 60) return fmt::format("{:.1f} min", s / 60);
-  if (s >= 1) return fmt::format("{:.2f} s", s);
-  return fmt::format("{:.1f} ms", s * 1e3);
 }
 
 // What a group's members have in common, and the spread of what may differ.
