@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "analysis/common.h"
+#include "analysis/trackers/config.h"
 #include "bytes_text.h"
 
 namespace cuprobe::analysis {
@@ -66,12 +67,6 @@ T median(std::vector<T> v) {
   return v[v.size() / 2];
 }
 
-std::string version_text(int64_t v) {
-  if (v < 0) return "unknown";
-  return v >= 10000 ? fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100)
-                    : fmt::format("{}.{}", v / 1000, v % 1000 / 10);
-}
-
 // What a group's members have in common, and the spread of what may differ.
 struct Typical {
   const Look* look = nullptr;  // a member: the categorical fields are the group's
@@ -88,9 +83,9 @@ std::vector<std::string> differences(const Look& l, const Typical& t) {
   if (l.state != g.state) d.push_back(fmt::format("ended {} (others: {})", l.state, g.state));
   if (l.gpu != g.gpu) d.push_back(fmt::format("GPU {} (others: {})", l.gpu.empty() ? "unknown" : l.gpu, g.gpu));
   if (l.cudnn != g.cudnn)
-    d.push_back(fmt::format("cuDNN {} (others: {})", version_text(l.cudnn), version_text(g.cudnn)));
+    d.push_back(fmt::format("cuDNN {} (others: {})", cudnn_version_text(l.cudnn), cudnn_version_text(g.cudnn)));
   if (l.cuda != g.cuda)
-    d.push_back(fmt::format("CUDA runtime {} (others: {})", version_text(l.cuda), version_text(g.cuda)));
+    d.push_back(fmt::format("CUDA runtime {} (others: {})", cuda_version_text(l.cuda), cuda_version_text(g.cuda)));
   if (l.searches != g.searches) d.push_back(fmt::format("{} searches (others: {})", l.searches, g.searches));
   size_t other_plans = 0, own = 0, missing = 0;
   for (const auto& [h, p] : l.plans) {
