@@ -5,7 +5,7 @@ and the budget must never apply.
   python3 fixed.py vit        torchvision's ViT-B/16 (a transformer: its one convolution is the
                               patch embedding; attention and MLPs are matmuls and
                               scaled_dot_product_attention), batches of 32 at 224x224
-STEPS (default 60) sets the number of training steps."""
+STEPS (default 60) sets the number of training steps; BATCH the batch size (default: the model's)."""
 import os
 import sys
 import time
@@ -25,6 +25,7 @@ elif which == "vit":
     model = torchvision.models.vit_b_16(num_classes=1000).to(dev)
 else:
     sys.exit("fixed.py: unknown model %r (resnet50 or vit)" % which)
+batch = int(os.environ.get("BATCH", batch))
 opt = C.make_opt(model)
 x = torch.randn(batch, 3, 224, 224, device=dev).to(memory_format=fmt)
 y = C.labels(batch, dev, classes=1000)
