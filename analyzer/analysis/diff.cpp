@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/call_site_text.h"
 #include "analysis/common.h"
 #include "analysis/engine.h"
 #include "analysis/facts_io.h"
@@ -25,6 +26,7 @@
 #include "analysis/rank_groups.h"
 #include "analysis/search_budget.h"
 #include "analysis/trackers/config.h"
+#include "trace/symbolize.h"
 
 namespace cuprobe::analysis {
 
@@ -90,6 +92,9 @@ struct Metrics {
   double search_s = 0;       // per step, searches after the warm-up
   int searches = 0;
   double sync_s = 0, alloc_s = 0;          // per step
+  double sync_calls = 0;                   // per step
+  std::map<std::string, double> sync_by_api;  // seconds per step
+  double allocs = 0, alloc_bytes = 0;         // steady-state allocations and frees, and bytes allocated, per step
   uint64_t peak = 0;                       // the largest device peak
   std::map<std::string, uint64_t> owners;  // live by owner at that peak
   std::map<uint64_t, Plan> plans;          // by problem hash
@@ -129,8 +134,14 @@ Metrics metrics_of(const ProcessFacts& p) {
       if (c.time_ms >= 0) measured[{s.problem_hash, c.engine, c.knobs}] = c.time_ms;
     }
   }
-  for (const auto& [api, ns] : p.sync_ns) m.sync_s += seconds(ns) / n;
+  for (const auto& [api, ns] : p.sync_ns) {
+    m.sync_s += seconds(ns) / n;
+    m.sync_by_api[api] = seconds(ns) / n;
+  }
+  m.sync_calls = double(p.sync_calls) / n;
   m.alloc_s = seconds(p.steady_alloc_ns) / n;
+  m.allocs = double(p.steady_allocs + p.steady_frees) / n;
+  m.alloc_bytes = double(p.steady_alloc_bytes) / n;
   for (const auto& [d, mem] : p.memory) {
     if (mem.peak >= m.peak) {
       m.peak = mem.peak;
@@ -341,6 +352,11 @@ struct Effects {
   uint64_t peak_a = 0, peak_b = 0;
   std::map<std::string, int64_t> owner_delta;
   int64_t failures = 0, ooms = 0, injected = 0;
+  // Per step, averaged over the pairs: synchronizations (calls, time by API) and steady-state
+  // allocations (calls, bytes), each side.
+  double sync_calls_a = 0, sync_calls_b = 0, sync_a = 0, sync_b = 0;
+  std::map<std::string, std::pair<double, double>> sync_by_api;  // api -> (A, B) seconds per step
+  double allocs_a = 0, allocs_b = 0, alloc_bytes_a = 0, alloc_bytes_b = 0, alloc_a = 0, alloc_b = 0;
 };
 
 Effects effects_of(const std::vector<Metrics>& ma, const std::vector<Metrics>& mb) {
@@ -358,6 +374,18 @@ Effects effects_of(const std::vector<Metrics>& ma, const std::vector<Metrics>& m
     e.s["searches"] += (b.search_s - a.search_s) / n;
     e.s["syncs"] += (b.sync_s - a.sync_s) / n;
     e.s["allocations"] += (b.alloc_s - a.alloc_s) / n;
+    e.sync_calls_a += a.sync_calls / n;
+    e.sync_calls_b += b.sync_calls / n;
+    e.sync_a += a.sync_s / n;
+    e.sync_b += b.sync_s / n;
+    for (const auto& [api, v] : a.sync_by_api) e.sync_by_api[api].first += v / n;
+    for (const auto& [api, v] : b.sync_by_api) e.sync_by_api[api].second += v / n;
+    e.allocs_a += a.allocs / n;
+    e.allocs_b += b.allocs / n;
+    e.alloc_bytes_a += a.alloc_bytes / n;
+    e.alloc_bytes_b += b.alloc_bytes / n;
+    e.alloc_a += a.alloc_s / n;
+    e.alloc_b += b.alloc_s / n;
     e.peak_a = std::max(e.peak_a, a.peak);
     e.peak_b = std::max(e.peak_b, b.peak);
     std::set<std::string> owners;
@@ -405,6 +433,57 @@ const char* effect_text(const std::string& name) {
   return "";
 }
 
+// What was measured of synchronizations and steady-state allocations, both sides, per step (the
+// "syncs" and "allocations" objects of cuprobe-diff/1).
+json syncs_json(const Effects& e) {
+  json by_api = json::object();
+  for (const auto& [api, v] : e.sync_by_api) by_api[api] = {{"a_s", v.first}, {"b_s", v.second}};
+  return {{"a_calls_per_step", e.sync_calls_a},
+          {"b_calls_per_step", e.sync_calls_b},
+          {"a_s_per_step", e.sync_a},
+          {"b_s_per_step", e.sync_b},
+          {"by_api", by_api}};
+}
+
+json allocations_json(const Effects& e) {
+  return {{"a_calls_per_step", e.allocs_a},
+          {"b_calls_per_step", e.allocs_b},
+          {"a_bytes_per_step", e.alloc_bytes_a},
+          {"b_bytes_per_step", e.alloc_bytes_b},
+          {"a_s_per_step", e.alloc_a},
+          {"b_s_per_step", e.alloc_b},
+          {"a_sites", json::array()},
+          {"b_sites", json::array()}};
+}
+
+// An effect nothing configured explains, in words with what was measured of it.
+std::string effect_what(const std::string& name, const Effects& e) {
+  if (name == "syncs") {
+    // The API whose time changed most.
+    std::string api;
+    double most = 0;
+    for (const auto& [n, v] : e.sync_by_api) {
+      if (std::fabs(v.second - v.first) > most) {
+        most = std::fabs(v.second - v.first);
+        api = n;
+      }
+    }
+    std::string t =
+        fmt::format("{}: {:.1f} calls per step in A, {:.1f} in B", effect_text(name), e.sync_calls_a, e.sync_calls_b);
+    if (!api.empty()) {
+      const auto& v = e.sync_by_api.at(api);
+      t += fmt::format("; most of it in {} ({} per step in A, {} in B)", api, plain_ms(v.first), plain_ms(v.second));
+    }
+    return t;
+  }
+  if (name == "allocations") {
+    return fmt::format("{}: {:.1f} allocations and frees per step in A ({}/step), {:.1f} in B ({}/step)",
+                       effect_text(name), e.allocs_a, human_bytes(uint64_t(e.alloc_bytes_a)), e.allocs_b,
+                       human_bytes(uint64_t(e.alloc_bytes_b)));
+  }
+  return effect_text(name);
+}
+
 json causes_of(std::vector<Change>& changes, const Effects& e, double noise, double* unattributed) {
   json causes = json::array();
   std::set<std::string> taken;
@@ -450,12 +529,14 @@ json causes_of(std::vector<Change>& changes, const Effects& e, double noise, dou
   for (const auto& [name, v] : rest) {
     attributed += v;
     causes.push_back({{"kind", name},
-                      {"what", effect_text(name)},
+                      {"what", effect_what(name, e)},
                       {"contribution_s_per_step", v},
                       {"effects", {{name, v}}},
                       {"warmup_searches_s", nullptr},
                       {"peak_memory_delta", nullptr},
-                      {"details", json::object()}});
+                      {"details", name == "syncs"         ? syncs_json(e)
+                                  : name == "allocations" ? allocations_json(e)
+                                                          : json::object()}});
   }
   // The warm-up's searches, when no change took them and they moved by more than a tenth of A's
   // warm-up (at least 5 ms).
@@ -532,7 +613,34 @@ json compare(const Side& a, const std::vector<size_t>& ia, const Side& b, const 
   for (const auto& [o, d] : e.owner_delta) {
     if (d != 0) owners[o] = d;
   }
+  // Where the steady-state allocations came from, each side (of the first pair), when their
+  // number changed by half a call per step or more: symbolizing is only worth it then.
+  json allocations = allocations_json(e);
+  if (std::fabs(e.allocs_b - e.allocs_a) >= 0.5) {
+    reader::Symbolizer symbols;
+    AllFacts sites;
+    sites.symbols = &symbols;
+    const ProcessFacts& pa = a.procs[ia.front()];
+    const ProcessFacts& pb = b.procs[ib.front()];
+    allocations["a_sites"] = top_sites(sites, pa, pa.steady_alloc_stacks, "steady-state allocations from");
+    allocations["b_sites"] = top_sites(sites, pb, pb.steady_alloc_stacks, "steady-state allocations from");
+  }
+  for (auto& c : causes) {
+    if (c["kind"] == "allocations") c["details"] = allocations;
+  }
+  // Processes whose traces lack routine calls from part of the run (the flight recorder's ring, a
+  // capture window): their synchronizations per step are of the part kept.
+  json coverage = {{"a", json::array()}, {"b", json::array()}};
+  for (size_t k = 0; k < ia.size(); ++k) {
+    if (std::string t = coverage_text(a.procs[ia[k]]); !t.empty())
+      coverage["a"].push_back({{"process", process_label(a.procs[ia[k]])}, {"text", t}});
+    if (std::string t = coverage_text(b.procs[ib[k]]); !t.empty())
+      coverage["b"].push_back({{"process", process_label(b.procs[ib[k]])}, {"text", t}});
+  }
   return json{
+      {"syncs", syncs_json(e)},
+      {"allocations", allocations},
+      {"coverage", coverage},
       {"pairs", pair_list},
       {"step_time",
        {{"a_s", e.step_a},
@@ -672,6 +780,24 @@ void print_diff(const json& d, FILE* out) {
   }
   fmt::print(out, "  peak memory: {} in A, {} in B{}\n", human_bytes(pm["a"]), human_bytes(pm["b"]),
              owners.empty() ? "" : " (" + owners + ")");
+  if (const json& sy = d["syncs"];
+      sy["a_calls_per_step"].get<double>() > 0 || sy["b_calls_per_step"].get<double>() > 0) {
+    fmt::print(out, "  synchronizations per step: {:.1f} calls, {} blocked in A; {:.1f} calls, {} in B\n",
+               sy["a_calls_per_step"].get<double>(), plain_ms(sy["a_s_per_step"]), sy["b_calls_per_step"].get<double>(),
+               plain_ms(sy["b_s_per_step"]));
+  }
+  if (const json& al = d["allocations"];
+      al["a_calls_per_step"].get<double>() > 0 || al["b_calls_per_step"].get<double>() > 0) {
+    fmt::print(out, "  steady-state allocations and frees per step: {:.1f} ({}, {}) in A; {:.1f} ({}, {}) in B\n",
+               al["a_calls_per_step"].get<double>(), human_bytes(uint64_t(al["a_bytes_per_step"].get<double>())),
+               plain_ms(al["a_s_per_step"]), al["b_calls_per_step"].get<double>(),
+               human_bytes(uint64_t(al["b_bytes_per_step"].get<double>())), plain_ms(al["b_s_per_step"]));
+    for (const char* side : {"a_sites", "b_sites"}) {
+      for (const auto& site : al[side]) {
+        fmt::print(out, "    {}: {}\n", side[0] == 'a' ? "A" : "B", short_call_site(site.get<std::string>()));
+      }
+    }
+  }
   if (d["causes"].empty()) {
     fmt::print(out, "\nNo difference above the noise ({} per step).\n", plain_ms(d["noise_s_per_step"]));
   } else {
@@ -711,6 +837,12 @@ void print_diff(const json& d, FILE* out) {
              ms_text(d["unattributed_s_per_step"]), plain_ms(d["noise_s_per_step"]));
   for (const auto& w : a["warnings"]) fmt::print(out, "  note (A): {}\n", w.get<std::string>());
   for (const auto& w : b["warnings"]) fmt::print(out, "  note (B): {}\n", w.get<std::string>());
+  for (const char* side : {"a", "b"}) {
+    for (const auto& c : d["coverage"][side]) {
+      fmt::print(out, "  note ({}): {}: {}; its synchronizations per step are of the part kept\n",
+                 side[0] == 'a' ? "A" : "B", c["process"].get<std::string>(), c["text"].get<std::string>());
+    }
+  }
 }
 
 Result<json> diff_plan_files(const json& a, const json& b) {

@@ -272,7 +272,7 @@ struct ProcessFacts {
   std::map<int, MemoryCoverage> coverage;
   std::vector<OomEvent> ooms;
   std::map<std::string, uint64_t> sync_ns;  // per sync API, outside searches
-  uint64_t sync_calls = 0;
+  uint64_t sync_calls = 0;                  // synchronizations outside searches
   uint64_t steady_allocs = 0;  // device allocations and frees after warm-up
   uint64_t steady_alloc_ns = 0;
   uint64_t steady_frees = 0;

@@ -15,7 +15,9 @@
 // --step-ms M (each execution of the winner of a shape after the first is preceded by M ms of
 // the job's other work: a storm that settles, so that the searches' share of the time falls),
 // --alias (the variant pack gives the output the input's buffer), --configs-die-first (destroy
-// the configurations before the plans, as PyTorch does: its plan cache outlives the selection).
+// the configurations before the plans, as PyTorch does: its plan cache outlives the selection),
+// --sync-every N (a cudaStreamSynchronize after every N executions of a winner), --alloc-every N
+// (a 1 MiB cudaMalloc and cudaFree after every N executions).
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -66,6 +68,8 @@ struct Options {
   int step_ms = 0;
   bool alias = false;
   bool configs_die_first = false;
+  int sync_every = 0;   // a cudaStreamSynchronize after every N executions (0: none)
+  int alloc_every = 0;  // a 1 MiB cudaMalloc and cudaFree after every N executions (0: none)
 };
 
 enum class Kind { fwd, dgrad, wgrad };
@@ -350,6 +354,12 @@ void run_problem(const Options& o, cudnnHandle_t handle, cudaStream_t stream, Ki
   for (int i = 0; i < o.steps; ++i) {
     if (o.step_ms > 0 && batch > 8) std::this_thread::sleep_for(std::chrono::milliseconds(o.step_ms));
     CK(execute(handle, *chosen, b, workspace));
+    if (o.sync_every > 0 && (i + 1) % o.sync_every == 0) CK(cudaStreamSynchronize(stream));
+    if (o.alloc_every > 0 && (i + 1) % o.alloc_every == 0) {
+      void* p = nullptr;
+      CK(cudaMalloc(&p, 1 << 20));
+      CK(cudaFree(p));
+    }
   }
 
   int64_t winner = engine_index(*chosen);
@@ -435,6 +445,10 @@ int main(int argc, char** argv) {
       o.alias = true;
     else if (a == "--configs-die-first")
       o.configs_die_first = true;
+    else if (a == "--sync-every")
+      o.sync_every = int_arg(argc, argv, i);
+    else if (a == "--alloc-every")
+      o.alloc_every = int_arg(argc, argv, i);
     else {
       std::fprintf(stderr, "frontend_search: unknown option %s\n", argv[i]);
       return 2;

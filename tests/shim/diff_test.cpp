@@ -16,11 +16,13 @@ using nlohmann::json;
 const Env kEngines = {{"FAKECUDNN_ENGINE_US", "0:300,1:200,2:100,3:400,4:500,5:600,6:700,7:800"}};
 
 std::string recorded(const std::string& tag, const std::vector<std::string>& argv,
-                     const std::vector<std::string>& opts = {}) {
+                     const std::vector<std::string>& opts = {}, const Env& extra = {}) {
   std::string dir = fresh_dir("diff-" + tag) + "/run";
   std::vector<std::string> o = {"-q"};
   o.insert(o.end(), opts.begin(), opts.end());
-  RunResult r = record(dir, argv, shim_env(kEngines), o);
+  Env env = kEngines;
+  env.insert(env.end(), extra.begin(), extra.end());
+  RunResult r = record(dir, argv, shim_env(env), o);
   EXPECT_TRUE(r.status == 0 || !opts.empty()) << tag << ": " << r.err;
   return dir;
 }
@@ -99,6 +101,51 @@ TEST(Diff, AMemoryCapIsTheCauseOfTheOutOfMemory) {
   EXPECT_NE(last, std::string::npos) << t.out;
   EXPECT_LT(first, last);
   EXPECT_NE(t.out.find("unattributed: "), std::string::npos) << t.out;
+}
+
+// A synchronization after every execution, and an allocation: each the first cause, with the
+// calls per step on both sides, the API the time went to, and where the allocations came from.
+TEST(Diff, SynchronizationsAndAllocationsAreMeasuredAndPlaced) {
+  // Every run with the same slow synchronizations and allocations (3 ms, 0.5 ms): only how often
+  // they are called differs.
+  const Env slow = {{"FAKECUDA_DELAY_US", "cudaStreamSynchronize:3000,cudaMalloc:500"}};
+  std::string a = recorded("sync-a", search_job({"--benchmark"}), {}, slow);
+  json sync = diffed(a, recorded("sync-b", search_job({"--benchmark", "--sync-every", "1"}), {}, slow));
+  ASSERT_FALSE(sync["causes"].empty()) << sync.dump(2);
+  const json& c = sync["causes"][0];
+  EXPECT_EQ(c["kind"], "syncs") << sync.dump(2);
+  EXPECT_GT(c["contribution_s_per_step"].get<double>(), 0.02) << c.dump(2);  // 20 × 3 ms per shape
+  // One per execution of a winner more in B (a search's own synchronizations are not counted).
+  EXPECT_GE(sync["syncs"]["b_calls_per_step"].get<double>() - sync["syncs"]["a_calls_per_step"].get<double>(), 20)
+      << sync["syncs"].dump();
+  EXPECT_GT(sync["syncs"]["by_api"]["cudaStreamSynchronize"]["b_s"].get<double>(), 0.02);
+  EXPECT_NE(c["what"].get<std::string>().find("most of it in cudaStreamSynchronize"), std::string::npos) << c;
+
+  json alloc = diffed(a, recorded("alloc-b", search_job({"--benchmark", "--alloc-every", "1"}), {}, slow));
+  ASSERT_FALSE(alloc["causes"].empty()) << alloc.dump(2);
+  const json& al = alloc["causes"][0];
+  EXPECT_EQ(al["kind"], "allocations") << alloc.dump(2);
+  EXPECT_GT(al["details"]["b_bytes_per_step"].get<double>(), 20.0 * (1 << 20)) << al.dump(2);
+  ASSERT_FALSE(al["details"]["b_sites"].empty()) << al.dump(2);
+  EXPECT_NE(al["details"]["b_sites"][0].get<std::string>().find("frontend_search.cpp"), std::string::npos) << al;
+  EXPECT_EQ(alloc["allocations"], al["details"]);
+
+  RunResult text = run({cuprobe_bin(), "diff", a, alloc["b"]["paths"][0]});
+  EXPECT_NE(text.out.find("steady-state allocations and frees per step: "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("    B: "), std::string::npos) << text.out;  // where they came from
+}
+
+// A side recorded in a capture window (here an NVTX range the job never opens): what it covers is
+// said, since its synchronizations per step are of the part kept.
+TEST(Diff, PartialCoverageIsSaid) {
+  std::string a = recorded("cov-a", search_job({"--benchmark"}));
+  std::string b = recorded("cov-b", search_job({"--benchmark"}), {"--window-nvtx", "steps"});
+  json d = diffed(a, b);
+  EXPECT_TRUE(d["coverage"]["a"].empty()) << d["coverage"];
+  ASSERT_EQ(d["coverage"]["b"].size(), 1u) << d["coverage"];
+  EXPECT_NE(d["coverage"]["b"][0]["text"].get<std::string>().find("capture window"), std::string::npos);
+  RunResult text = run({cuprobe_bin(), "diff", a, b});
+  EXPECT_NE(text.out.find("its synchronizations per step are of the part kept"), std::string::npos) << text.out;
 }
 
 TEST(Diff, RanksNameTheRankThatDiffersWithItsCause) {

@@ -12,7 +12,8 @@ SyncTracker::SyncTracker(const reader::Trace& trace, const SearchesTracker& sear
 void SyncTracker::on_sync(const reader::Event& e, const ApiView& v) {
   ++calls_[e.api];
   if (memory_call(v, e) != MemoryCall::kNone) return;  // the memory tracker's call (memory.h)
-  if (searches_.selecting(e.tid) == nullptr) time_[e.api] += e.dur_ns;
+  if (searches_.selecting(e.tid) != nullptr) return;   // part of the search's cost
+  time_[e.api] += e.dur_ns;
   ++syncs_;
 }
 
