@@ -3,6 +3,9 @@
 
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,6 +29,10 @@ uint32_t g_runtime_written;
 uint32_t g_driver_written;
 int g_runtime_version;  // 0 not asked yet, -1 the runtime did not say
 uint32_t g_cudnn_written;
+uint32_t g_torch_version_written;   // 1 once written (or known not to be found: no version.py)
+uint32_t g_torch_version_attempts;  // walks of the loaded objects for libc10 so far
+uint32_t g_nccl_version_written;
+uint32_t g_nvidia_driver_written;
 int g_nccl_nranks;  // size of the largest NCCL communicator written, 0 none; under the meta lock
 
 int env_int(const char* const* names) {
@@ -174,14 +181,118 @@ void process_info_after_fork() {
   g_runtime_written = 0;
   g_driver_written = 0;
   g_cudnn_written = 0;
+  g_torch_version_written = 0;
+  g_torch_version_attempts = 0;
+  g_nccl_version_written = 0;
+  g_nvidia_driver_written = 0;
   g_nccl_nranks = 0;
 }
 CUPROBE_FORK_CHILD_RESET(process_info_after_fork);
 
 }  // namespace
 
+namespace {
+
+// A kLibraryVersion record "NAME=VERSION"; VERSION only of the characters versions are made of
+// (what a file says is not trusted further).
+void write_library_version(const char* name, const char* version, size_t len) {
+  if (len == 0 || len > 64) return;
+  for (size_t i = 0; i < len; ++i) {
+    char c = version[i];
+    bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '+' ||
+              c == '-' || c == '_';
+    if (!ok) return;
+  }
+  char text[96];
+  int n = snprintf(text, sizeof text, "%s=%.*s", name, int(len), version);
+  if (n <= 0 || size_t(n) >= sizeof text) return;
+  if (uint32_t id = intern_string(text)) write_property(trace::Property::kLibraryVersion, id);
+}
+
+int find_c10(struct dl_phdr_info* info, size_t, void* out) {
+  const char* name = info->dlpi_name;
+  if (name == nullptr || *name == 0) return 0;
+  const char* base = strrchr(name, '/');
+  if (base == nullptr || strncmp(base + 1, "libc10.so", 9) != 0) return 0;
+  size_t len = strnlen(name, PATH_MAX);
+  if (len >= PATH_MAX) return 0;
+  memcpy(out, name, len + 1);
+  return 1;
+}
+
+// PyTorch's version, from torch/version.py beside torch/lib/libc10.so (pip wheels, conda and
+// source builds all lay it out so): `__version__ = '2.11.0+cu130'`.
+void note_torch_version() {
+  constexpr uint32_t kAttempts = 4;  // libc10 not mapped yet: asked again on a few later notes
+  if (__atomic_load_n(&g_torch_version_written, __ATOMIC_RELAXED)) return;
+  if (__atomic_fetch_add(&g_torch_version_attempts, 1u, __ATOMIC_RELAXED) >= kAttempts) return;
+  char path[PATH_MAX + 16];
+  path[0] = 0;
+  if (!dl_iterate_phdr(find_c10, path)) return;
+  if (__atomic_exchange_n(&g_torch_version_written, 1u, __ATOMIC_ACQ_REL)) return;
+  char* slash = strrchr(path, '/');  // .../torch/lib/libc10.so
+  if (slash == nullptr) return;
+  *slash = 0;
+  slash = strrchr(path, '/');  // .../torch/lib
+  if (slash == nullptr || strcmp(slash, "/lib") != 0) return;
+  strcpy(slash, "/version.py");
+  char buf[4096];
+  size_t n = read_file(path, buf, sizeof buf - 1);
+  buf[n] = 0;
+  for (char* line = buf; line != nullptr && *line != 0;) {
+    char* next = strchr(line, '\n');
+    if (next != nullptr) *next++ = 0;
+    if (strncmp(line, "__version__", 11) == 0) {
+      char* q = strpbrk(line, "'\"");
+      if (q != nullptr) {
+        char* end = strchr(q + 1, *q);
+        if (end != nullptr) write_library_version("torch", q + 1, size_t(end - q - 1));
+      }
+      return;
+    }
+    line = next;
+  }
+}
+
+// The NVIDIA kernel module's release (what nvidia-smi calls the driver version): the first
+// token of /proc/driver/nvidia/version's first line after "Kernel Module" that starts with a digit.
+void note_nvidia_driver() {
+  if (__atomic_exchange_n(&g_nvidia_driver_written, 1u, __ATOMIC_ACQ_REL)) return;
+  char buf[512];
+  size_t n = read_file("/proc/driver/nvidia/version", buf, sizeof buf - 1);
+  buf[n] = 0;
+  if (char* nl = strchr(buf, '\n')) *nl = 0;
+  const char* p = strstr(buf, "Kernel Module");
+  if (p == nullptr) return;
+  for (p += 13; *p != 0;) {
+    while (*p == ' ' || *p == '\t') ++p;
+    size_t len = strcspn(p, " \t");
+    if (len > 0 && *p >= '0' && *p <= '9') {
+      write_library_version("nvidia_driver", p, len);
+      return;
+    }
+    p += len;
+  }
+}
+
+}  // namespace
+
 void note_nccl_comm(int nranks, int rank) {
   if (nranks <= 0 || rank < 0 || rank >= nranks) return;
+  if (!__atomic_exchange_n(&g_nccl_version_written, 1u, __ATOMIC_ACQ_REL)) {
+    // NCCL_VERSION_CODE: major*10000 + minor*100 + patch since 2.9, major*1000 + minor*100 + patch before.
+    using VersionFn = int (*)(int*);
+    int code = 0;
+    auto fn = reinterpret_cast<VersionFn>(resolve_in_library(trace::Library::kNccl, "ncclGetVersion"));
+    if (fn != nullptr && fn(&code) == 0 && code > 0) {
+      int major = code >= 10000 ? code / 10000 : code / 1000;
+      int minor = code >= 10000 ? code % 10000 / 100 : code % 1000 / 100;
+      char v[32];
+      int n = snprintf(v, sizeof v, "%d.%d.%d", major, minor, code % 100);
+      if (n > 0 && size_t(n) < sizeof v) write_library_version("nccl", v, size_t(n));
+    }
+    note_torch_version();
+  }
   if (nranks <= __atomic_load_n(&g_nccl_nranks, __ATOMIC_RELAXED)) return;
   // Both records under one hold of the writer, so that two communicators set up at once by two
   // threads leave the larger one's pair last.
@@ -206,6 +317,7 @@ void note_nccl_comm(int nranks, int rank) {
 void note_cudnn_library() {
   if (__atomic_load_n(&g_cudnn_written, __ATOMIC_RELAXED)) return;
   if (__atomic_exchange_n(&g_cudnn_written, 1u, __ATOMIC_ACQ_REL)) return;
+  note_torch_version();
   using VersionFn = size_t (*)();
   if (auto fn = reinterpret_cast<VersionFn>(resolve_in_library(trace::Library::kCudnn, "cudnnGetVersion"))) {
     write_property(trace::Property::kCudnnVersion, int64_t(fn()));
@@ -243,8 +355,10 @@ void note_device(int device) {
   if (!__atomic_load_n(&g_driver_written, __ATOMIC_ACQUIRE)) {
     if (int v = driver_version(); v > 0 && !__atomic_exchange_n(&g_driver_written, 1u, __ATOMIC_ACQ_REL)) {
       write_property(trace::Property::kCudaDriverVersion, v);
+      note_nvidia_driver();
     }
   }
+  note_torch_version();
   trace::DeviceInfo info;
   if (!describe_device(device, &info)) {
     if (__atomic_fetch_add(&g_describe_failures, 1u, __ATOMIC_RELAXED) < kDescribeRetries) {

@@ -171,6 +171,15 @@ struct Change {
   json details = json::object();
 };
 
+// A library version the shim recorded (trace::Property::kLibraryVersion), "unknown" when none:
+// older traces, a job without that library.
+std::string library_version(const ProcessFacts& p, const std::string& name) {
+  if (p.trace == nullptr) return "unknown";
+  const auto& v = p.trace->process().library_versions;
+  auto it = v.find(name);
+  return it == v.end() ? std::string("unknown") : it->second;
+}
+
 std::string setting_word(Setting s, const char* on, const char* off) {
   return s == Setting::kUnknown ? "unknown" : s == Setting::kOn ? on : off;
 }
@@ -210,6 +219,16 @@ void configuration_changes(const Side& a, const std::vector<size_t>& ia, const S
        [](const ProcessFacts& p, const ProcessSettings&) { return cuda_version_text(p.config.cuda_runtime); },
        {"plans"}},
       {"GPU", [](const ProcessFacts& p, const ProcessSettings&) { return p.config.gpu; }, {"plans", "searches"}},
+      {"PyTorch",
+       [](const ProcessFacts& p, const ProcessSettings&) { return library_version(p, "torch"); },
+       {"plans", "searches", "memory", "allocations", "syncs"}},
+      {"NCCL", [](const ProcessFacts& p, const ProcessSettings&) { return library_version(p, "nccl"); }, {"syncs"}},
+      {"NVIDIA driver",
+       [](const ProcessFacts& p, const ProcessSettings&) { return library_version(p, "nvidia_driver"); },
+       {"plans"}},
+      {"CUDA driver (newest CUDA it supports)",
+       [](const ProcessFacts& p, const ProcessSettings&) { return cuda_version_text(p.config.cuda_driver); },
+       {"plans"}},
       {"plan file (record --pin-plans)",
        [](const ProcessFacts& p, const ProcessSettings&) {
          PinSummary s = pin_summary(p);

@@ -537,6 +537,13 @@ class JsonlTrace : public Trace {
         p.environment[it.key()] = it.value().get<std::string>();
       }
     }
+    if (const json* v = find(j, "library_versions")) {
+      if (!v->is_object()) bad("library_versions", *v, "an object of strings");
+      for (auto it = v->begin(); it != v->end() && p.library_versions.size() < 16; ++it) {
+        if (!it.value().is_string()) bad("library_versions", it.value(), "a string");
+        p.library_versions[it.key()] = it.value().get<std::string>();
+      }
+    }
     std::map<int, Device> devices;
     for (const auto& d : array(j, "devices")) {
       if (!d.is_object()) bad("devices", d, "an object");

@@ -50,6 +50,9 @@ const char* property_name(uint32_t key) {
     case trace::Property::kNcclWorldSize: return "nccl_world_size";
     case trace::Property::kPinnedPlans: return "pinned_plans";
     case trace::Property::kSearchBudget: return "search_budget";
+    case trace::Property::kEnvironment:     // "environment": an object of its own
+    case trace::Property::kLibraryVersion:  // "library_versions": likewise
+      return nullptr;
   }
   return nullptr;
 }
@@ -677,6 +680,12 @@ void TraceFile::resolve_after_scan(const trace::FileHeader& hdr, std::vector<std
     if (eq != std::string::npos && eq > 0) process_.environment[text.substr(0, eq)] = text.substr(eq + 1);
   }
   raw_env_.clear();
+  for (uint32_t id : raw_versions_) {
+    const std::string& text = string(StringId(id));
+    size_t eq = text.find('=');
+    if (eq != std::string::npos && eq > 0) process_.library_versions[text.substr(0, eq)] = text.substr(eq + 1);
+  }
+  raw_versions_.clear();
   std::sort(modules_.begin(), modules_.end(), [](const Module& a, const Module& b) { return a.start < b.start; });
   for (FaultRule& fr : fault_rules_) {
     fr.matched = hdr.fault_matched[fr.index];
@@ -1173,6 +1182,11 @@ void TraceFile::read_property(const RecordAt& at) {
     if (r->value > 0 && r->value <= UINT32_MAX && raw_env_.size() < trace::kMaxEnvRecords) {
       raw_env_.push_back(uint32_t(r->value));
     }
+    return;
+  }
+  if (trace::Property(r->key) == trace::Property::kLibraryVersion) {
+    if (r->value > 0 && r->value <= UINT32_MAX && raw_versions_.size() < 16)
+      raw_versions_.push_back(uint32_t(r->value));
     return;
   }
   properties_[r->key] = r->value;

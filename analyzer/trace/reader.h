@@ -93,6 +93,9 @@ struct Process {
   std::string cwd;
   // The configuration variables it had (trace::kRecordedEnv): PYTORCH_CUDA_ALLOC_CONF, NCCL_*, ...
   std::map<std::string, std::string> environment;
+  // Library versions no other record holds (trace::Property::kLibraryVersion): "torch", "nccl",
+  // "nvidia_driver" -> "2.11.0+cu130", ...
+  std::map<std::string, std::string> library_versions;
 };
 
 struct Device {
@@ -549,6 +552,7 @@ class TraceFile : public Trace {
   Clock clock_;
   std::vector<std::pair<uint32_t, const trace::CrashRecord*>> raw_crashes_;  // (tid, record)
   std::vector<uint32_t> raw_env_;  // string ids of Property::kEnvironment records
+  std::vector<uint32_t> raw_versions_;                           // string ids of Property::kLibraryVersion records
   std::vector<std::pair<uint32_t, trace::PinRecord>> raw_pins_;  // (tid, record)
   std::vector<RawCount> raw_counts_;
   std::vector<std::pair<uint32_t, const trace::CallRecord*>> maybe_handles_;  // (tid, record) before the API table

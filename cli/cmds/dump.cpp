@@ -127,6 +127,12 @@ void print_process(const reader::Trace& t, JsonLine& j, FILE* out) {
     for (const auto& [name, value] : p.environment) env.str(name.c_str(), value);
     j.raw("environment", env.finish());
   }
+  if (!p.library_versions.empty()) {
+    JsonLine v;
+    v.begin();
+    for (const auto& [name, value] : p.library_versions) v.str(name.c_str(), value);
+    j.raw("library_versions", v.finish());
+  }
   std::string devices = "[";
   for (const auto& [index, d] : t.devices()) {
     JsonLine dj;

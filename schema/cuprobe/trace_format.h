@@ -403,6 +403,11 @@ enum class Property : uint32_t {
   // The search budget in force (CUPROBE_SEARCH_BUDGET; docs/search-budget.md), in hundredths of a
   // percent of the job's time (500: 5%). Absent: no budget.
   kSearchBudget = 10,
+  // One per library version the shim learned that no other record holds: the id of an interned
+  // string "NAME=VERSION", NAME one of "torch" (PyTorch's torch/version.py beside the libc10 the
+  // process mapped), "nccl" (ncclGetVersion, at the first communicator), "nvidia_driver" (the
+  // kernel module's release, /proc/driver/nvidia/version). For comparing runs (cuprobe diff).
+  kLibraryVersion = 11,
 };
 
 // The environment variables a trace records (Property::kEnvironment): these names, and every name

@@ -1,6 +1,7 @@
 // Test double of libnccl.so.2 (same soname), as far as the shim hooks it: every function of the
 // shim's NCCL hook table exists here with nccl.h's signature (checked below), plus the queries
-// the shim makes of the real library (ncclCommCount, ncclCommUserRank) and ncclCommDestroy.
+// the shim makes of the real library (ncclCommCount, ncclCommUserRank, ncclGetVersion) and
+// ncclCommDestroy.
 //
 // A communicator is a size and a rank; nothing is communicated. An init checks its arguments as
 // NCCL does (ncclInvalidArgument for a rank outside [0, nranks)) and also that the unique id
@@ -61,6 +62,13 @@ FAKE_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, nccl
   }
   int n = comm->nranks / 2 > 0 ? comm->nranks / 2 : 1;
   return make_comm(newcomm, n, key % n, true);
+}
+
+// NCCL 2.27.3 (NCCL_VERSION_CODE since 2.9: major*10000 + minor*100 + patch).
+FAKE_EXPORT ncclResult_t ncclGetVersion(int* version) {
+  if (version == nullptr) return ncclInvalidArgument;
+  *version = 22703;
+  return ncclSuccess;
 }
 
 FAKE_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {

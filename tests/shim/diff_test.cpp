@@ -3,6 +3,7 @@
 // timing (what differs, other problems, other plans, failures, memory).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "support/run.h"
@@ -146,6 +147,33 @@ TEST(Diff, PartialCoverageIsSaid) {
   EXPECT_NE(d["coverage"]["b"][0]["text"].get<std::string>().find("capture window"), std::string::npos);
   RunResult text = run({cuprobe_bin(), "diff", a, b});
   EXPECT_NE(text.out.find("its synchronizations per step are of the part kept"), std::string::npos) << text.out;
+}
+
+// PyTorch's version as the shim reads it (torch/version.py beside the torch/lib/libc10.so the
+// process mapped: here the libc10 double, in two such layouts), and another PyTorch as the first
+// cause of a diff.
+TEST(Diff, AnotherPyTorchIsTheCause) {
+  auto with_torch = [](const std::string& tag, const std::string& version) {
+    std::string site = fresh_dir("diff-torch-" + tag);
+    std::filesystem::create_directories(site + "/torch/lib");
+    std::filesystem::copy_file(fake_dir('a') + "/libc10.so", site + "/torch/lib/libc10.so");
+    std::ofstream(site + "/torch/version.py") << "from typing import Optional\n\n__all__ = ['__version__']\n"
+                                              << "__version__ = '" << version << "'\ndebug = False\n";
+    std::string dir = site + "/run";
+    Env env = {{"LD_LIBRARY_PATH", site + "/torch/lib"}, {"FAKECUDA_MEM", std::to_string(1ull << 30)}};
+    RunResult r = record(dir, {program("expandable_oom"), std::to_string(4ull << 30)}, shim_env(env), {"-q"});
+    EXPECT_EQ(r.status, 1) << r.err;  // the out-of-memory it imitates
+    return dir;
+  };
+  std::string a = with_torch("a", "2.10.0+cu128");
+  std::string b = with_torch("b", "2.11.0+cu130");
+  auto procs = of_type(dump(b), "process");
+  ASSERT_EQ(procs.size(), 1u);
+  EXPECT_EQ(procs[0]["library_versions"]["torch"], "2.11.0+cu130") << procs[0];
+  json d = diffed(a, b);
+  ASSERT_FALSE(d["causes"].empty()) << d.dump(2);
+  EXPECT_EQ(d["causes"][0]["what"], "PyTorch: 2.10.0+cu128 in A, 2.11.0+cu130 in B") << d.dump(2);
+  EXPECT_EQ(d["causes"].size(), 1u) << d.dump(2);  // nothing else differs
 }
 
 TEST(Diff, RanksNameTheRankThatDiffersWithItsCause) {

@@ -35,6 +35,7 @@ void expect_traced(const std::string& tag, const std::string& mode) {
   EXPECT_EQ(procs[0]["nccl_rank"], 3);
   EXPECT_EQ(procs[0]["nccl_world_size"], 4);
   EXPECT_EQ(procs[0]["stats"]["missing_symbols"], 0);
+  EXPECT_EQ(procs[0]["library_versions"]["nccl"], "2.27.3") << procs[0];  // ncclGetVersion's 22703
 
   auto init = of_type(lines, "call", "ncclCommInitRank");
   ASSERT_EQ(init.size(), 2u);
