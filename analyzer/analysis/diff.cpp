@@ -925,6 +925,11 @@ void print_diff_plans(const json& d, FILE* out) {
       "cuprobe diff (plan files): {} plans in A, {} in B; {} the same, {} other plans, {} only in A, {} only in B\n",
       d["a_plans"].get<size_t>(), d["b_plans"].get<size_t>(), d["same"].get<size_t>(), d["changed"].size(),
       d["only_in_a"].size(), d["only_in_b"].size());
+  for (const char* side : {"a_exported_from", "b_exported_from"}) {
+    if (d.contains(side))
+      fmt::print(out, "  {}: the plans of {} as cuprobe plans export gives them\n", side[0] == 'a' ? "A" : "B",
+                 d[side].get<std::string>());
+  }
   auto t = [](const json& v) {
     return v.is_number() ? fmt::format("{:.3f} ms", v.get<double>()) : std::string("not measured");
   };

@@ -9,6 +9,7 @@
 #include "analysis/diff.h"
 #include "cli.h"
 #include "cmds/output_file.h"
+#include "cmds/plans.h"
 #include "plan_pin_text.h"
 
 namespace cuprobe::cli {
@@ -17,7 +18,7 @@ namespace {
 
 constexpr const char* kHelp = R"HELP(Usage: cuprobe diff [options] A B
        cuprobe diff --ranks [options] RUN
-       cuprobe diff [options] PLANS_A.json PLANS_B.json
+       cuprobe diff [options] PLANS_A.json PLANS_B.json    (either may be a run)
 
 Why run B is slower, bigger or different than run A. A and B are each a run directory, a trace,
 a facts file (cuprobe facts) or `cuprobe dump` output; several paths make one side when joined
@@ -35,7 +36,8 @@ step, at least 0.5 ms); then failures. What the effects do not add up to is unat
 its size.
 
 Two plan files (cuprobe plans export) are compared plan by plan: per problem, GPU and cuDNN
-version, the plan each holds and the time it measured, and the problems only one has.
+version, the plan each holds and the time it measured, and the problems only one has. A plan
+file against a run compares the file with the run's plans as cuprobe plans export gives them.
 
 With --ranks, one job's processes are compared with its typical one (the process whose step
 is the job's median): each process that differs, slowest first, with its causes (the slow rank
@@ -103,10 +105,19 @@ int cmd_diff(const Args& args) {
   auto pa = plan_file(paths[0]), pb = plan_file(paths[1]);
   if (pa && pb) return emit(analysis::diff_plan_files(*pa, *pb), analysis::print_diff_plans);
   if (pa || pb) {
-    throw UsageError(
-        fmt::format("{} is a plan file and {} is not: compare plan files with plan files (cuprobe plans "
-                    "export -o run.plans.json RUN gives a run's), or runs with runs",
-                    pa ? paths[0] : paths[1], pa ? paths[1] : paths[0]));
+    // A plan file against a run: the run's plans as `cuprobe plans export` gives them.
+    const std::string& run = pa ? paths[1] : paths[0];
+    std::vector<std::string> warnings;
+    auto exported = exported_plans(split_commas(run), &warnings);
+    for (const auto& w : warnings) fmt::print(stderr, "cuprobe diff: note: {}\n", w);
+    if (!exported) {
+      fmt::print(stderr, "cuprobe diff: {} is a plan file; {}: {}\n", pa ? paths[0] : paths[1], run,
+                 exported.error().message);
+      return kExitUsage;
+    }
+    auto d = pa ? analysis::diff_plan_files(*pa, *exported) : analysis::diff_plan_files(*exported, *pb);
+    if (d) (*d)[pa ? "b_exported_from" : "a_exported_from"] = run;
+    return emit(d, analysis::print_diff_plans);
   }
   o.a = split_commas(paths[0]);
   o.b = split_commas(paths[1]);

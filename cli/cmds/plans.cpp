@@ -25,6 +25,7 @@
 #include "analysis/facts_io.h"
 #include "cli.h"
 #include "cmds/output_file.h"
+#include "cmds/plans.h"
 #include "cuprobe/trace_format.h"
 #include "plan_pin_text.h"
 #include "trace/reader.h"
@@ -345,6 +346,25 @@ size_t plans_of_runs(const std::vector<std::string>& runs, std::map<decltype(Pla
   return found;
 }
 
+std::string no_plans_text(const std::vector<std::string>& runs, size_t pinned_skipped) {
+  return fmt::format("no plan selection in {}: the runs made no cuDNN plan choice that the trace holds whole{}",
+                     fmt::join(runs, ", "), pinned_skipped ? " (the pinned ones are not sources)" : "");
+}
+
+// The plan file's document (format cuprobe-plans/1) of the runs' plans.
+json plan_document(const std::vector<std::string>& runs, const std::map<decltype(Plan().key()), Plan>& plans) {
+  json doc = {{"format", kFormat}, {"written_by", "cuprobe plans export"}};
+  char when[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  doc["written_at"] = when;
+  doc["runs"] = runs;
+  json list = json::array();
+  for (const auto& [key, p] : plans) list.push_back(plan_json(p));
+  doc["plans"] = std::move(list);
+  return doc;
+}
+
 int plans_export(const Args& args) {
   std::string out = "plans.json";
   bool merge_file = false, quiet = false;
@@ -369,25 +389,12 @@ int plans_export(const Args& args) {
   size_t found = plans_of_runs(runs, plans, warnings, &pinned_skipped);
   for (const auto& w : warnings) fmt::print(stderr, "cuprobe plans: note: {}\n", utf8::terminal_safe(w));
   if (plans.empty()) {
-    fmt::print(stderr,
-               "cuprobe plans: no plan selection in {}: the runs made no cuDNN plan choice that the trace holds "
-               "whole{}\n",
-               fmt::join(runs, ", "), pinned_skipped ? " (the pinned ones are not sources)" : "");
+    fmt::print(stderr, "cuprobe plans: {}\n", no_plans_text(runs, pinned_skipped));
     return kExitUsage;
   }
-  json doc = {{"format", kFormat}, {"written_by", "cuprobe plans export"}};
-  char when[32];
-  std::time_t now = std::time(nullptr);
-  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  doc["written_at"] = when;
-  doc["runs"] = runs;
-  json list = json::array();
   size_t conflicts = 0;
-  for (const auto& [key, p] : plans) {
-    conflicts += p.conflicts.empty() ? 0 : 1;
-    list.push_back(plan_json(p));
-  }
-  doc["plans"] = std::move(list);
+  for (const auto& [key, p] : plans) conflicts += p.conflicts.empty() ? 0 : 1;
+  json doc = plan_document(runs, plans);
   {
     OutputFile file("-o", out);
     {
@@ -449,6 +456,14 @@ int plans_show(const Args& args) {
 }
 
 }  // namespace
+
+Result<json> exported_plans(const std::vector<std::string>& runs, std::vector<std::string>* warnings) {
+  std::map<decltype(Plan().key()), Plan> plans;
+  size_t pinned_skipped = 0;
+  plans_of_runs(runs, plans, *warnings, &pinned_skipped);
+  if (plans.empty()) return Error{no_plans_text(runs, pinned_skipped)};
+  return plan_document(runs, plans);
+}
 
 int cmd_plans(const Args& args) {
   if (args.empty() || args[0] == "-h" || args[0] == "--help") {

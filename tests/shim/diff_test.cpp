@@ -229,9 +229,22 @@ TEST(Diff, PlanFilesAreComparedPlanByPlan) {
   EXPECT_EQ(m["same"], 3);
   EXPECT_EQ(m["only_in_b"].size(), 2u);
   EXPECT_TRUE(m["only_in_a"].empty());
-  RunResult mixed = run({cuprobe_bin(), "diff", dir + "/a.json", a});
+  // A plan file against a run: the run's plans as plans export gives them, either way round.
+  json against_run = diffed(dir + "/a.json", off);
+  EXPECT_EQ(against_run["b_exported_from"], off);
+  json both_files = d;
+  EXPECT_EQ(against_run["changed"], both_files["changed"]);
+  json run_first = diffed(more, dir + "/a.json");
+  EXPECT_EQ(run_first["a_exported_from"], more);
+  EXPECT_EQ(run_first["only_in_a"].size(), 2u);
+  RunResult text = run({cuprobe_bin(), "diff", dir + "/a.json", off});
+  EXPECT_NE(text.out.find("B: the plans of " + off + " as cuprobe plans export gives them"), std::string::npos)
+      << text.out;
+  // A run with no plan selection (no cuDNN work) is named.
+  std::string none = recorded("plans-none", {program("fault_probe"), "malloc:100"});
+  RunResult mixed = run({cuprobe_bin(), "diff", dir + "/a.json", none});
   EXPECT_EQ(mixed.status, 2);
-  EXPECT_NE(mixed.err.find("is a plan file and " + a + " is not"), std::string::npos) << mixed.err;
+  EXPECT_NE(mixed.err.find("no plan selection in " + none), std::string::npos) << mixed.err;
 }
 
 TEST(Diff, BadOperandsAreNamed) {
