@@ -104,6 +104,15 @@ inline uint64_t last_half_start(const ProcessFacts& p) {
   return p.last_ns > start ? start + (p.last_ns - start) / 2 : start;
 }
 
+// A library version the shim recorded (trace::Property::kLibraryVersion: "torch", "nccl",
+// "nvidia_driver"), "" when the trace has none (older traces, a job without that library).
+inline std::string library_version(const ProcessFacts& p, const std::string& name) {
+  if (p.trace == nullptr) return "";
+  const auto& v = p.trace->process().library_versions;
+  auto it = v.find(name);
+  return it == v.end() ? std::string() : it->second;
+}
+
 inline std::string device_name(const ProcessFacts& p, int device) {
   if (p.trace == nullptr) return fmt::format("device {}", device);
   auto it = p.trace->devices().find(device);

@@ -171,13 +171,10 @@ struct Change {
   json details = json::object();
 };
 
-// A library version the shim recorded (trace::Property::kLibraryVersion), "unknown" when none:
-// older traces, a job without that library.
-std::string library_version(const ProcessFacts& p, const std::string& name) {
-  if (p.trace == nullptr) return "unknown";
-  const auto& v = p.trace->process().library_versions;
-  auto it = v.find(name);
-  return it == v.end() ? std::string("unknown") : it->second;
+// A library version, "unknown" when the trace has none.
+std::string version_or_unknown(const ProcessFacts& p, const std::string& name) {
+  std::string v = library_version(p, name);
+  return v.empty() ? std::string("unknown") : v;
 }
 
 std::string setting_word(Setting s, const char* on, const char* off) {
@@ -220,11 +217,11 @@ void configuration_changes(const Side& a, const std::vector<size_t>& ia, const S
        {"plans"}},
       {"GPU", [](const ProcessFacts& p, const ProcessSettings&) { return p.config.gpu; }, {"plans", "searches"}},
       {"PyTorch",
-       [](const ProcessFacts& p, const ProcessSettings&) { return library_version(p, "torch"); },
+       [](const ProcessFacts& p, const ProcessSettings&) { return version_or_unknown(p, "torch"); },
        {"plans", "searches", "memory", "allocations", "syncs"}},
-      {"NCCL", [](const ProcessFacts& p, const ProcessSettings&) { return library_version(p, "nccl"); }, {"syncs"}},
+      {"NCCL", [](const ProcessFacts& p, const ProcessSettings&) { return version_or_unknown(p, "nccl"); }, {"syncs"}},
       {"NVIDIA driver",
-       [](const ProcessFacts& p, const ProcessSettings&) { return library_version(p, "nvidia_driver"); },
+       [](const ProcessFacts& p, const ProcessSettings&) { return version_or_unknown(p, "nvidia_driver"); },
        {"plans"}},
       {"CUDA driver (newest CUDA it supports)",
        [](const ProcessFacts& p, const ProcessSettings&) { return cuda_version_text(p.config.cuda_driver); },

@@ -7,8 +7,9 @@
 #   B32  batch 32 instead of 64
 #   EXP  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 #   PIN  --pin-plans with A's exported plans
-# each compared with A in text and JSON (the first cause is what the pair differs in), A's and
-# A2's plan files compared, the report's section for OFF, diff of facts files against diff of
+# each compared with A in text and JSON (the first cause is what the pair differs in), the
+# library versions the shim recorded, A's plan file against the PIN and OFF runs, A's and A2's
+# plan files compared, the report's section for OFF, diff of facts files against diff of
 # runs, and `diff --ranks` of the corpus's drift-benchmark (two torchrun ranks, one with
 # benchmark off).
 # Usage: tests/gpu/validate_diff.sh PREFIX OUT_DIR   (PREFIX/bin/cuprobe). Every step is bounded;
@@ -66,6 +67,25 @@ for b in A2 OFF B32 EXP PIN; do
   first_cause "$out/diff-A-$b.json" >>"$log" 2>&1
 done
 
+step "library versions the shim recorded (A; drift-benchmark's ranks below)"
+versions() {
+  timeout 120 "$cp" dump "$1" 2>/dev/null | python3 -c '
+import json, sys
+for line in sys.stdin:
+    j = json.loads(line)
+    if j.get("type") == "process":
+        print(j.get("pid"), j.get("rank"), j.get("library_versions"), "cuda_driver", j.get("cuda_driver_version"))'
+}
+versions "$work/A" >>"$log" 2>&1
+
+step "a plan file against a run: A's plans against PIN's (pinned: the same) and OFF's"
+timeout 120 "$cp" diff "$out/A.plans.json" "$work/PIN" >"$out/diff-plans-A-PIN.txt" 2>&1
+echo "rc $?" >>"$log"
+head -3 "$out/diff-plans-A-PIN.txt" >>"$log"
+timeout 120 "$cp" diff "$out/A.plans.json" "$work/OFF" >"$out/diff-plans-A-OFF.txt" 2>&1
+echo "rc $?" >>"$log"
+head -3 "$out/diff-plans-A-OFF.txt" >>"$log"
+
 step "plan files A and A2"
 timeout 60 "$cp" plans export -o "$out/A2.plans.json" "$work/A2" >>"$log" 2>&1
 timeout 60 "$cp" diff "$out/A.plans.json" "$out/A2.plans.json" >"$out/diff-plans-A-A2.txt" 2>&1
@@ -93,5 +113,6 @@ echo "rc $?" >>"$log"
 timeout 120 "$cp" diff --ranks "$work/drift" >"$out/diff-ranks-drift.txt" 2>&1
 echo "rc $?" >>"$log"
 head -12 "$out/diff-ranks-drift.txt" >>"$log"
+versions "$work/drift" >>"$log" 2>&1
 step "done"
 rm -rf "$work"

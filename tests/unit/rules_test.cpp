@@ -397,6 +397,7 @@ TEST(Rules, EnvDriftNamesEachKindOfDrift) {
       {{fire + "cudnn_for_cuda12.jsonl"}, {"cudnn-cuda-mismatch"}, Severity::kError},
       {{fire + "driver_too_old.jsonl"}, {"driver-too-old"}, Severity::kError},
       {fixtures_in("env-drift/fire/cudnn-version"), {"rank-version-drift"}, Severity::kWarning},
+      {fixtures_in("env-drift/fire/torch-version"), {"rank-version-drift"}, Severity::kWarning},
       {fixtures_in("env-drift/fire/settings"), {"rank-settings-drift"}, Severity::kWarning},
       {fixtures_in("algo-divergence/fire/benchmark-off"), {"rank-settings-drift"}, Severity::kWarning},
   };
@@ -415,6 +416,12 @@ TEST(Rules, EnvDriftNamesEachKindOfDrift) {
   std::string values;
   for (const auto& item : settings[0].evidence["items"]) values += item["value"].get<std::string>() + " ";
   EXPECT_EQ(values, "deterministic tf32 ");
+  auto torch = run(fixtures_in("env-drift/fire/torch-version"), "env-drift");
+  ASSERT_EQ(torch.size(), 1u);
+  EXPECT_EQ(torch[0].evidence["items"][0]["value"], "torch_version") << torch[0].evidence;
+  EXPECT_EQ(torch[0].evidence["items"].size(), 1u) << torch[0].evidence;  // NCCL and the driver agree
+  EXPECT_NE(torch[0].message.find("PyTorch: 2.10.0+cu128 on rank 1, 2.11.0+cu130 on rank 0"), std::string::npos)
+      << torch[0].message;
   // A job whose ranks agree on everything: nothing.
   EXPECT_TRUE(run(fixtures_in("env-drift/quiet"), "env-drift").empty());
 }

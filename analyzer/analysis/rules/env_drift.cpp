@@ -88,7 +88,9 @@ void env_drift(const RuleSpec& spec, const AllFacts& all, const Emit& emit) {
   };
   const Value values[] = {
       {"cudnn_version", "cuDNN", "rank-version-drift",
-       [](const ProcessFacts& p, const ProcessSettings&) { return p.config.cudnn < 0 ? "" : cudnn_version_text(p.config.cudnn); }},
+       [](const ProcessFacts& p, const ProcessSettings&) {
+         return p.config.cudnn < 0 ? "" : cudnn_version_text(p.config.cudnn);
+       }},
       {"cuda_runtime_version", "CUDA runtime", "rank-version-drift",
        [](const ProcessFacts& p, const ProcessSettings&) {
          return p.config.cuda_runtime < 0 ? "" : cuda_version_text(p.config.cuda_runtime);
@@ -101,9 +103,17 @@ void env_drift(const RuleSpec& spec, const AllFacts& all, const Emit& emit) {
        [](const ProcessFacts& p, const ProcessSettings&) {
          return p.config.cudnn_cudart < 0 ? "" : cuda_version_text(p.config.cudnn_cudart);
        }},
+      {"torch_version", "PyTorch", "rank-version-drift",
+       [](const ProcessFacts& p, const ProcessSettings&) { return library_version(p, "torch"); }},
+      {"nccl_version", "NCCL", "rank-version-drift",
+       [](const ProcessFacts& p, const ProcessSettings&) { return library_version(p, "nccl"); }},
+      {"nvidia_driver", "NVIDIA driver", "rank-version-drift",
+       [](const ProcessFacts& p, const ProcessSettings&) { return library_version(p, "nvidia_driver"); }},
       {"gpu", "GPU", "rank-gpu-drift", [](const ProcessFacts& p, const ProcessSettings&) { return p.config.gpu; }},
       {"benchmark", "cudnn.benchmark", "rank-settings-drift",
-       [&](const ProcessFacts&, const ProcessSettings& s) { return setting_text(s.benchmark, "on (timed searches)", "off (heuristics)"); }},
+       [&](const ProcessFacts&, const ProcessSettings& s) {
+         return setting_text(s.benchmark, "on (timed searches)", "off (heuristics)");
+       }},
       {"legacy_api", "cuDNN API", "rank-settings-drift",
        [&](const ProcessFacts&, const ProcessSettings& s) { return setting_text(s.legacy_api, "legacy", "backend"); }},
       {"deterministic", "deterministic mode", "rank-settings-drift",
