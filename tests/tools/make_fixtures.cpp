@@ -280,6 +280,12 @@ class Trace {
         .property("cudnn_version", cudnn)
         .property("cudnn_cudart_version", cudnn_cudart);
   }
+  // PyTorch's, NCCL's and the NVIDIA driver's versions (trace property 11, "library_versions").
+  Trace& libraries(std::string torch, std::string nccl, std::string nvidia_driver) {
+    library_versions_ = {
+        {"torch", std::move(torch)}, {"nccl", std::move(nccl)}, {"nvidia_driver", std::move(nvidia_driver)}};
+    return *this;
+  }
   Trace& gpu(std::string name, std::string cc) {
     gpu_name_ = std::move(name);
     gpu_cc_ = std::move(cc);
@@ -340,6 +346,12 @@ class Trace {
     j.num("start_wall_ns", 1'796'000'000'000'000'000ull);
     j.str("state", state_);
     for (const auto& [name, value] : properties_) j.inum(name, value);
+    if (!library_versions_.empty()) {
+      JsonLine v;
+      v.begin();
+      for (const auto& [name, value] : library_versions_) v.str(name.c_str(), value);
+      j.raw("library_versions", v.finish());
+    }
     JsonLine dev;
     dev.begin();
     dev.num("index", 0);
@@ -391,6 +403,7 @@ class Trace {
   std::string state_;
   std::optional<Stats> stats_;
   std::vector<std::pair<std::string, int64_t>> properties_;
+  std::map<std::string, std::string> library_versions_;
   std::string gpu_name_ = "NVIDIA H100";
   std::string gpu_cc_ = "9.0";
   std::string uuid_;
@@ -1006,8 +1019,17 @@ void env_drift() {
     t.write("env-drift/fire/settings/rank" + std::to_string(rank) + ".jsonl");
   }
   for (int rank = 0; rank < 2; ++rank) {
+    // Rank 1's container has an older PyTorch wheel (its own CUDA 12.8 build); cuDNN the same.
+    Trace t(uint32_t(2410 + rank), rank, "node" + std::to_string(rank));
+    t.versions(91900, 13000, 13000, 13000).gpu("NVIDIA H200", "9.0");
+    t.libraries(rank == 1 ? "2.10.0+cu128" : "2.11.0+cu130", "2.27.3", "580.159.04");
+    train(t);
+    t.write("env-drift/fire/torch-version/rank" + std::to_string(rank) + ".jsonl");
+  }
+  for (int rank = 0; rank < 2; ++rank) {
     Trace t(uint32_t(2430 + rank), rank, "node" + std::to_string(rank));
     cuda13_h200(t).module(wheel + "cu13/lib/libcudart.so.13").module(wheel + "cudnn/lib/libcudnn.so.9");
+    t.libraries("2.11.0+cu130", "2.27.3", "580.159.04");
     train(t);
     t.write("env-drift/quiet/rank" + std::to_string(rank) + ".jsonl");
   }
