@@ -275,7 +275,12 @@ inline constexpr const char* kPageTail = R"PAGE(</script>
       ['step', ms(st.a_s || 0), ms(st.b_s || 0), signed(st.delta_s || 0)],
       ['warm-up', duration(D.warmup.a_s || 0), duration(D.warmup.b_s || 0), signed(D.warmup.delta_s || 0)],
       ['peak memory', bytes(pm.a), bytes(pm.b), (pm.delta < 0 ? '-' : '+') + bytes(Math.abs(pm.delta || 0))]
-    ], [0, 1, 1, 1])));
+    ].concat(D.syncs ? [['synchronizations per step', D.syncs.a_calls_per_step.toFixed(1) + ' calls, ' + ms(D.syncs.a_s_per_step),
+      D.syncs.b_calls_per_step.toFixed(1) + ' calls, ' + ms(D.syncs.b_s_per_step), signed(D.syncs.b_s_per_step - D.syncs.a_s_per_step)]] : [])
+     .concat(D.allocations ? [['steady-state allocations and frees per step',
+      D.allocations.a_calls_per_step.toFixed(1) + ' (' + bytes(D.allocations.a_bytes_per_step) + ', ' + ms(D.allocations.a_s_per_step) + ')',
+      D.allocations.b_calls_per_step.toFixed(1) + ' (' + bytes(D.allocations.b_bytes_per_step) + ', ' + ms(D.allocations.b_s_per_step) + ')',
+      signed(D.allocations.b_s_per_step - D.allocations.a_s_per_step)]] : []), [0, 1, 1, 1])));
     if (!(D.causes || []).length) {
       sec.appendChild(el('p', { cls: 'empty', text: 'No difference above the noise (' + ms(D.noise_s_per_step) + ' per step).' }));
     } else {
@@ -287,7 +292,28 @@ inline constexpr const char* kPageTail = R"PAGE(</script>
       }), [1, 0, 0, 1, 0]);
       t.classList.add('causes-table');
       sec.appendChild(wrap(t));
+      // What the text prints under a cause: the plans that changed, where allocations came from.
+      D.causes.forEach(function (c, i) {
+        var lines = [];
+        if (c.kind === 'plans') {
+          var tm = function (v) { return v == null ? 'not measured' : v.toFixed(3) + ' ms'; };
+          (c.details.changed || []).forEach(function (p) { lines.push(p.problem + ': ' + p.a + ' (' + tm(p.a_ms) + ') in A, ' + p.b + ' (' + tm(p.b_ms) + ') in B'); });
+        }
+        if (c.kind === 'allocations') {
+          (c.details.a_sites || []).forEach(function (x) { lines.push('A: ' + x); });
+          (c.details.b_sites || []).forEach(function (x) { lines.push('B: ' + x); });
+        }
+        if (lines.length) {
+          sec.appendChild(el('p', { cls: 'note', text: 'Cause ' + (i + 1) + ':' }));
+          sec.appendChild(el('ul', {}, lines.map(function (x) { return el('li', { text: x }); })));
+        }
+      });
     }
+    ['a', 'b'].forEach(function (side) {
+      ((D.coverage || {})[side] || []).forEach(function (c) {
+        sec.appendChild(el('p', { cls: 'note', text: 'Note (' + side.toUpperCase() + '): ' + c.process + ': ' + c.text + '; its synchronizations per step are of the part kept.' }));
+      });
+    });
     sec.appendChild(el('p', { cls: 'note', text: 'Unattributed: ' + signed(D.unattributed_s_per_step || 0) + ' per step (noise: ' + ms(D.noise_s_per_step || 0) + ').' }));
   }
 

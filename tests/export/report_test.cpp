@@ -296,6 +296,10 @@ TEST(ReportHtml, ComparedWithAnotherRunAsDiffSaysIt) {
   json page_diff = embedded(slurp(page))["diff"];
   ASSERT_EQ(page_diff["causes"].size(), d["causes"].size());
   for (size_t i = 0; i < d["causes"].size(); ++i) EXPECT_EQ(page_diff["causes"][i]["what"], d["causes"][i]["what"]);
+  for (const char* part : {"syncs", "allocations", "coverage", "step_time", "peak_memory"})
+    EXPECT_EQ(page_diff[part], d[part]) << part;
+  EXPECT_NE(cmp.find("synchronizations per step"), std::string::npos) << cmp;
+  EXPECT_NE(cmp.find("steady-state allocations and frees per step"), std::string::npos) << cmp;
   // Without --compare-with, the section says how to get one.
   std::string plain = write_report({b}, "nocompare");
   Dom dom2 = open_in_chromium(plain, "nocompare");
