@@ -662,7 +662,8 @@ json compare(const Side& a, const std::vector<size_t>& ia, const Side& b, const 
        {{"a_s", e.step_a},
         {"b_s", e.step_b},
         {"delta_s", e.step_b - e.step_a},
-        {"ratio", e.step_a > 0 ? json(e.step_b / e.step_a) : json(nullptr)}}},
+        {"ratio", e.step_a > 0 ? json(e.step_b / e.step_a) : json(nullptr)},
+        {"throughput_ratio", e.step_b > 0 ? json(e.step_a / e.step_b) : json(nullptr)}}},
       {"warmup",
        {{"a_s", e.warm_a}, {"b_s", e.warm_b}, {"delta_s", e.warm_b - e.warm_a}, {"searches_delta_s", e.warm_search}}},
       {"peak_memory",
@@ -782,7 +783,9 @@ void print_diff(const json& d, FILE* out) {
   const json& st = d["step_time"];
   double sa = st["a_s"], sb = st["b_s"];
   fmt::print(out, "  step time: {} in A, {} in B ({}{})\n", plain_ms(sa), plain_ms(sb), ms_text(sb - sa),
-             sa > 0 ? fmt::format(", {:+.0f}%", (sb / sa - 1) * 100) : "");
+             sa > 0 && sb > 0
+                 ? fmt::format(", {:+.0f}%; steps per second {:+.0f}%", (sb / sa - 1) * 100, (sa / sb - 1) * 100)
+                 : "");
   const json& w = d["warmup"];
   fmt::print(
       out, "  warm-up (first work to the second step): {:.3f} s in A, {:.3f} s in B ({:+.3f} s; searches {:+.3f} s)\n",
