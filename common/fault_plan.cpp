@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error_names.h"
+
 namespace cuprobe::faults {
 
 namespace {
@@ -35,21 +37,49 @@ const Group kGroups[] = {
      [](int a) { return faultable(a) && flag(a, trace::kApiCudnnExec) && !named(a, ApiId::cudnnBackendExecute); }},
 };
 
-struct ErrorName {
+// The short names, each library's value (0: none). The CUDA runtime's and the driver's codes
+// agree for all of them (cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY are both 2, ...).
+struct ShortName {
   const char* name;
-  int32_t cudart;  // 0: no CUDA runtime equivalent
-  int32_t cudnn;   // 0: no cuDNN equivalent
+  int32_t cudart;  // also the driver's
+  int32_t cudnn;
+  int32_t nccl;
 };
-const ErrorName kErrors[] = {
-    {"OOM", 2 /* cudaErrorMemoryAllocation */, 4004 /* INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED */},
-    {"NOT_SUPPORTED", 801 /* cudaErrorNotSupported */, 3000},
-    {"NOT_SUPPORTED_SHAPE", 0, 3002},
-    {"NOT_SUPPORTED_LAYOUT", 0, 3004},
-    {"BAD_PARAM", 1 /* cudaErrorInvalidValue */, 2000},
-    {"INTERNAL_ERROR", 999 /* cudaErrorUnknown */, 4000},
-    {"EXECUTION_FAILED", 719 /* cudaErrorLaunchFailure */, 5000},
-    {"NOT_INITIALIZED", 3 /* cudaErrorInitializationError */, 1001},
+const ShortName kErrors[] = {
+    {"OOM", 2 /* cudaErrorMemoryAllocation */, 4004 /* INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED */, 0},
+    {"NOT_SUPPORTED", 801 /* cudaErrorNotSupported */, 3000, 0},
+    {"NOT_SUPPORTED_SHAPE", 0, 3002, 0},
+    {"NOT_SUPPORTED_LAYOUT", 0, 3004, 0},
+    {"BAD_PARAM", 1 /* cudaErrorInvalidValue */, 2000, 4 /* ncclInvalidArgument */},
+    {"INTERNAL_ERROR", 999 /* cudaErrorUnknown */, 4000, 3 /* ncclInternalError */},
+    {"EXECUTION_FAILED", 719 /* cudaErrorLaunchFailure */, 5000, 0},
+    {"NOT_INITIALIZED", 3 /* cudaErrorInitializationError */, 1001, 0},
 };
+
+// Each library's status enum, every name (common/error_names.h, generated from the vendor headers).
+struct Family {
+  trace::Library lib;
+  const char* what;  // "CUDA runtime calls return cudaError_t"
+  const errors::ErrorName* names;
+  size_t n;
+};
+template <size_t N>
+constexpr Family family(trace::Library lib, const char* what, const errors::ErrorName (&names)[N]) {
+  return Family{lib, what, names, N};
+}
+const Family kFamilies[] = {
+    family(trace::Library::kCudart, "CUDA runtime calls return cudaError_t", errors::kCudartErrors),
+    family(trace::Library::kDriver, "driver calls return CUresult", errors::kDriverErrors),
+    family(trace::Library::kCudnn, "cuDNN calls return cudnnStatus_t", errors::kCudnnStatuses),
+    family(trace::Library::kNccl, "NCCL calls return ncclResult_t", errors::kNcclResults),
+};
+
+const Family* family_of(trace::Library lib) {
+  for (const auto& f : kFamilies) {
+    if (f.lib == lib) return &f;
+  }
+  return nullptr;
+}
 
 void fail(char* err, size_t cap, const char* fmt, ...) {
   if (err == nullptr || cap == 0) return;
@@ -214,6 +244,26 @@ int api_by_name(Span s) {
   return -1;
 }
 
+// The family whose enum has this exact name, and its value.
+const Family* named_in(Span s, int32_t* code) {
+  for (const auto& f : kFamilies) {
+    for (size_t i = 0; i < f.n; ++i) {
+      if (s.is(f.names[i].name)) {
+        *code = f.names[i].code;
+        return &f;
+      }
+    }
+  }
+  return nullptr;
+}
+
+bool has_code(const Family& f, int32_t code) {
+  for (size_t i = 0; i < f.n; ++i) {
+    if (f.names[i].code == code) return true;
+  }
+  return false;
+}
+
 bool lookup_error(Span s, trace::Library lib, int32_t* code) {
   int64_t n;
   if (parse_i64(s, &n)) {
@@ -221,12 +271,27 @@ bool lookup_error(Span s, trace::Library lib, int32_t* code) {
     *code = int32_t(n);
     return true;
   }
-  // Full vendor spellings are accepted too: CUDNN_STATUS_NOT_SUPPORTED.
-  Span bare = s;
-  if (bare.len() > 13 && strncmp(bare.b, "CUDNN_STATUS_", 13) == 0) bare.b += 13;
+  // A vendor name (cudaErrorIllegalAddress, CUDA_ERROR_ECC_UNCORRECTABLE, CUDNN_STATUS_BAD_PARAM,
+  // ncclSystemError): for calls of its library; a runtime name also for driver calls and the
+  // other way round where the other enum has the same code (the two share most of them). A
+  // success (0) is not an error.
+  int32_t v = 0;
+  if (const Family* f = named_in(s, &v)) {
+    if (v == 0) return false;
+    bool runtime_driver = (f->lib == trace::Library::kCudart && lib == trace::Library::kDriver) ||
+                          (f->lib == trace::Library::kDriver && lib == trace::Library::kCudart);
+    const Family* mine = family_of(lib);
+    if (f->lib == lib || (runtime_driver && mine != nullptr && has_code(*mine, v))) {
+      *code = v;
+      return true;
+    }
+    // CUDNN_STATUS_ before a short name is that short name for the other libraries (docs/faults.md).
+    if (f->lib != trace::Library::kCudnn || s.len() <= 13) return false;
+    s.b += 13;
+  }
   for (const auto& e : kErrors) {
-    if (!bare.is(e.name)) continue;
-    *code = lib == trace::Library::kCudnn ? e.cudnn : e.cudart;
+    if (!s.is(e.name)) continue;
+    *code = lib == trace::Library::kCudnn ? e.cudnn : lib == trace::Library::kNccl ? e.nccl : e.cudart;
     return *code != 0;
   }
   return false;
@@ -234,7 +299,10 @@ bool lookup_error(Span s, trace::Library lib, int32_t* code) {
 
 bool known_error(Span s) {
   int32_t c;
-  return lookup_error(s, trace::Library::kCudart, &c) || lookup_error(s, trace::Library::kCudnn, &c);
+  for (const auto& f : kFamilies) {
+    if (lookup_error(s, f.lib, &c)) return true;
+  }
+  return false;
 }
 
 uint64_t splitmix(uint64_t x) {
@@ -323,8 +391,10 @@ class RuleParser {
         return false;
       }
       if (!faultable(a)) {
-        fail(err_, cap_, "fault rule %d ('%s'): %s cannot take faults (it is recorded only); use an allocation, copy, "
-             "synchronization, cuDNN handle, execution, finalize or search call", index_ + 1, where_, kApis[a].name);
+        fail(err_, cap_,
+             "fault rule %d ('%s'): %s cannot take faults (it is recorded only); use an allocation, copy, "
+             "synchronization, cuDNN handle, execution, finalize or search call, or an NCCL communicator set-up",
+             index_ + 1, where_, kApis[a].name);
         return false;
       }
       r_->apis[a / 64] |= 1ull << (a % 64);
@@ -334,33 +404,81 @@ class RuleParser {
 
   // The error, as a code of each library the calls belong to.
   bool parse_error(Span error) {
-    bool any_cudart = false, any_cudnn = false;
+    bool in_lib[8] = {};
     for (int a = 0; a < kApiCount; ++a) {
-      if (!(r_->apis[a / 64] & (1ull << (a % 64)))) continue;
-      (kApis[a].library == trace::Library::kCudnn ? any_cudnn : any_cudart) = true;
+      if (r_->apis[a / 64] & (1ull << (a % 64))) in_lib[int(kApis[a].library) & 7] = true;
     }
     if (error.len() == 0) {
-      fail(err_, cap_, "fault rule %d ('%s'): no error after ':'; names: OOM, NOT_SUPPORTED, NOT_SUPPORTED_SHAPE, BAD_PARAM, "
-           "INTERNAL_ERROR, EXECUTION_FAILED, or a number", index_ + 1, where_);
+      fail(err_, cap_,
+           "fault rule %d ('%s'): no error after ':'; names: OOM, NOT_SUPPORTED, NOT_SUPPORTED_SHAPE, BAD_PARAM, "
+           "INTERNAL_ERROR, EXECUTION_FAILED, a name of the library's status enum (cudaErrorIllegalAddress, "
+           "CUDA_ERROR_ECC_UNCORRECTABLE, CUDNN_STATUS_BAD_PARAM, ncclSystemError, ...) or a number",
+           index_ + 1, where_);
+      return false;
+    }
+    int32_t named = -1;
+    if (named_in(error, &named) != nullptr && named == 0) {
+      fail(err_, cap_, "fault rule %d ('%s'): %.*s is its library's success, not an error", index_ + 1, where_,
+           int(error.len()), error.b);
       return false;
     }
     if (!known_error(error)) {
-      fail(err_, cap_, "fault rule %d ('%s'): unknown error '%.*s'; names: OOM, NOT_SUPPORTED, NOT_SUPPORTED_SHAPE, "
-           "NOT_SUPPORTED_LAYOUT, BAD_PARAM, INTERNAL_ERROR, EXECUTION_FAILED, NOT_INITIALIZED, or a positive number",
+      fail(err_, cap_,
+           "fault rule %d ('%s'): unknown error '%.*s'; names: OOM, NOT_SUPPORTED, NOT_SUPPORTED_SHAPE, "
+           "NOT_SUPPORTED_LAYOUT, BAD_PARAM, INTERNAL_ERROR, EXECUTION_FAILED, NOT_INITIALIZED, any name of "
+           "cudaError_t, "
+           "CUresult, cudnnStatus_t or ncclResult_t other than its success (docs/faults.md), or a positive number",
            index_ + 1, where_, int(error.len()), error.b);
       return false;
     }
-    if (any_cudart && !lookup_error(error, trace::Library::kCudart, &r_->cudart_code)) {
-      fail(err_, cap_, "fault rule %d ('%s'): %.*s has no CUDA runtime equivalent, and the rule names CUDA runtime calls; "
-           "use OOM, NOT_SUPPORTED, BAD_PARAM, INTERNAL_ERROR, EXECUTION_FAILED or a cudaError_t number",
-           index_ + 1, where_, int(error.len()), error.b);
-      return false;
-    }
-    if (any_cudnn && !lookup_error(error, trace::Library::kCudnn, &r_->cudnn_code)) {
-      fail(err_, cap_, "fault rule %d ('%s'): %.*s has no cuDNN equivalent", index_ + 1, where_, int(error.len()), error.b);
+    struct Slot {
+      trace::Library lib;
+      int32_t* code;
+    };
+    const Slot slots[] = {{trace::Library::kCudart, &r_->cudart_code},
+                          {trace::Library::kDriver, &r_->driver_code},
+                          {trace::Library::kCudnn, &r_->cudnn_code},
+                          {trace::Library::kNccl, &r_->nccl_code}};
+    for (const Slot& sl : slots) {
+      if (!in_lib[int(sl.lib) & 7] || lookup_error(error, sl.lib, sl.code)) continue;
+      // A name the rule's calls cannot return: which calls, and what they return.
+      const Family* f = family_of(sl.lib);
+      const char* api = "";
+      for (int a = 0; a < kApiCount && !*api; ++a) {
+        if ((r_->apis[a / 64] & (1ull << (a % 64))) && kApis[a].library == sl.lib) api = kApis[a].name;
+      }
+      char some[200];
+      size_t used = 0;
+      some[0] = 0;
+      for (size_t i = 1; f != nullptr && i < f->n && i <= 4; ++i) {
+        int n = snprintf(some + used, sizeof some - used, "%s%s", used ? ", " : "", f->names[i].name);
+        if (n < 0 || size_t(n) >= sizeof some - used) break;
+        used += size_t(n);
+      }
+      fail(err_, cap_,
+           "fault rule %d ('%s'): %s calls (%s) cannot return %.*s: %s (%s, ... %zu names in all, "
+           "docs/faults.md), or a short name they have, or a number",
+           index_ + 1, where_, library_word(sl.lib), api, int(error.len()), error.b, f != nullptr ? f->what : "", some,
+           f != nullptr ? f->n - 1 : size_t(0));
       return false;
     }
     return true;
+  }
+
+  static const char* library_word(trace::Library lib) {
+    switch (lib) {
+      case trace::Library::kCudart:
+        return "CUDA runtime";
+      case trace::Library::kDriver:
+        return "driver";
+      case trace::Library::kCudnn:
+        return "cuDNN";
+      case trace::Library::kNccl:
+        return "NCCL";
+      case trace::Library::kTorch:
+        return "PyTorch";
+    }
+    return "these";
   }
 
   // KEY OP VALUE: the keys with an operator of their own (size>=, problem~), then KEY=VALUE.
@@ -527,6 +645,14 @@ bool parse_rule(Span text, int index, Rule* r, char* err, size_t cap) {
 
 const char* group_names() {
   return "alloc, host-alloc, memcpy, sync, cudnn-create, cudnn-execute, cudnn-finalize, cudnn-find, cudnn-legacy-exec";
+}
+
+const char* error_name(trace::Library lib, int32_t code) {
+  const Family* f = family_of(lib);
+  for (size_t i = 0; f != nullptr && i < f->n; ++i) {
+    if (f->names[i].code == code) return f->names[i].name;
+  }
+  return nullptr;
 }
 
 bool error_code(const char* name, trace::Library lib, int32_t* code) {

@@ -32,7 +32,9 @@ struct Rule {
   char text[512];  // the rule as written (trimmed), for the trace and for replays
   uint64_t apis[kApiWords];
   int32_t cudart_code;  // what a CUDA runtime call returns (0: the rule names no such call)
+  int32_t driver_code;  // what a driver call returns
   int32_t cudnn_code;   // what a cuDNN call returns
+  int32_t nccl_code;    // what an NCCL call returns
   // Filters: a call that fails one is not counted by this rule.
   uint64_t min_size;  // bytes; 0 = any
   uint8_t problem_kind;
@@ -91,6 +93,9 @@ bool triggers_fire(const Rule& r, int rule_index, uint64_t k);
 // Named error codes: "NOT_SUPPORTED" -> 3000 for cuDNN; *ok false when the name has no value
 // for that library. Exposed for tests and for `cuprobe record --help`.
 bool error_code(const char* name, trace::Library lib, int32_t* code);
+// The vendor name of a library's status code ("ncclSystemError", "cudaErrorIllegalAddress"), the
+// first of its enum with that value; nullptr when it has none.
+const char* error_name(trace::Library lib, int32_t code);
 
 // Names of the call groups, for messages and help: "alloc, host-alloc, ...".
 const char* group_names();

@@ -26,6 +26,7 @@
 
 #include "clock.h"
 #include "env_config.h"
+#include "fault_plan.h"
 #include "faults.h"
 #include "fork.h"
 #include "lock_order.h"
@@ -200,8 +201,10 @@ void alert_allocation_failed(ApiId api, uint64_t size, int device, int code) {
 
 void alert_fault_injected(ApiId api, const FaultHit& hit) {
   char text[512];
-  snprintf(text, sizeof text, "fault mode: rule '%s' made %s fail with %d (match %llu of the rule)",
-           fault_rule_name(hit.rule), api_static(api).name, int(hit.code), static_cast<unsigned long long>(hit.k));
+  const char* name = faults::error_name(api_static(api).library, hit.code);
+  snprintf(text, sizeof text, "fault mode: rule '%s' made %s fail with %d%s%s%s (match %llu of the rule)",
+           fault_rule_name(hit.rule), api_static(api).name, int(hit.code), name ? " (" : "", name ? name : "",
+           name ? ")" : "", static_cast<unsigned long long>(hit.k));
   emit(kFault, text);
 }
 

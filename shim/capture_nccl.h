@@ -18,7 +18,7 @@ namespace cuprobe::shim {
 template <>
 struct LibraryTraits<trace::Library::kNccl> {
   static constexpr ncclResult_t kMissing = ncclSystemError;
-  static constexpr ncclResult_t kProbe = ncclSystemError;  // never faulted; required by Interceptor
+  static constexpr ncclResult_t kProbe = ncclSystemError;  // required by Interceptor
   static bool ok(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
   static int device(ThreadState& t) { return current_device(t); }
   static void on_event() {}

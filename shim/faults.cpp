@@ -290,7 +290,10 @@ bool fault_decide(ApiId api, trace::Library lib, const FaultCtx& c, FaultHit* hi
     add_counter(injected, g_local_injected, r);
     hit->rule = r;
     hit->k = k;
-    hit->code = lib == trace::Library::kCudnn ? rule.cudnn_code : rule.cudart_code;
+    hit->code = lib == trace::Library::kCudnn    ? rule.cudnn_code
+                : lib == trace::Library::kDriver ? rule.driver_code
+                : lib == trace::Library::kNccl   ? rule.nccl_code
+                                                 : rule.cudart_code;
     return true;
   }
   if (!c.cap_checked || !g_cap_on) return false;

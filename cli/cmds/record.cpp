@@ -100,7 +100,9 @@ Fault mode (docs/faults.md): make chosen calls fail on purpose, before the real 
                       CALLS: alloc, host-alloc, memcpy, sync, cudnn-create, cudnn-execute,
                       cudnn-finalize, cudnn-find, cudnn-legacy-exec, or API names joined by |.
                       ERROR: OOM, NOT_SUPPORTED, NOT_SUPPORTED_SHAPE, NOT_SUPPORTED_LAYOUT,
-                      BAD_PARAM, INTERNAL_ERROR, EXECUTION_FAILED, NOT_INITIALIZED, or a number.
+                      BAD_PARAM, INTERNAL_ERROR, EXECUTION_FAILED, NOT_INITIALIZED, any name
+                      of cudaError_t, CUresult, cudnnStatus_t or ncclResult_t the calls can
+                      return (cudaErrorIllegalAddress, ncclSystemError, ...), or a number.
                       When: nth=N every=K first=N after=N at=N+N... p=P seed=S max=N.
                       Which: size>=BYTES problem=TEXT|0xHASH problem~REGEX engine=N device=N
                       rank=N pid=N comm=NAME from=TIME until=TIME scope=process|thread name=ID

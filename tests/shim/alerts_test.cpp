@@ -70,7 +70,8 @@ TEST(Alerts, InjectedFaultsAreToldOncePerQuietTimeNotAsGenuineFailures) {
   auto lines = alert_lines(r.err);
   ASSERT_EQ(lines.size(), 1u) << r.err;
   EXPECT_NE(lines[0].find("cuprobe alert: rank 3 (pid "), std::string::npos) << lines[0];
-  EXPECT_NE(lines[0].find("fault mode: rule 'every-other' made cudaMalloc fail with 2 (match 2 of the rule)"),
+  EXPECT_NE(lines[0].find("fault mode: rule 'every-other' made cudaMalloc fail with 2 (cudaErrorMemoryAllocation) "
+                          "(match 2 of the rule)"),
             std::string::npos)
       << lines[0];
   EXPECT_EQ(lines[0].find("failed on device"), std::string::npos) << "an injected failure is not a genuine one";

@@ -82,6 +82,23 @@ json analyze_summary(const std::string& dir) {
   return report.is_discarded() ? json() : report["summary"];
 }
 
+// A communicator set-up made to fail by name (issue 32): the application gets NCCL's error, the
+// trace and the alert say the rule did it, naming the error.
+TEST(NcclCapture, ASetUpFailsWithTheNcclErrorAFaultRuleNames) {
+  std::vector<std::string> argv = {program("nccl_init"), program("libnccl_user.so")};
+  std::string dir = fresh_dir("nccl-fault");
+  RunResult r = record(dir, argv, {}, {"--fault", "ncclCommInitRank:ncclSystemError,nth=1"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, 2), "2 ") << r.out;  // ncclSystemError for the pair's set-up
+  EXPECT_NE(r.err.find("made ncclCommInitRank fail with 2 (ncclSystemError)"), std::string::npos) << r.err;
+  auto init = of_type(dump(dir), "call", "ncclCommInitRank");
+  ASSERT_EQ(init.size(), 2u);
+  EXPECT_EQ(init[0]["ret"], 2);
+  EXPECT_EQ(init[0]["injected"], "rule1");
+  EXPECT_EQ(init[0]["comm"], "0x0");
+  EXPECT_FALSE(init[1].contains("injected"));
+}
+
 TEST(NcclCapture, AnalyzeNamesTheProcessByItsNcclRankUnlessRankIsSet) {
   std::vector<std::string> argv = {program("nccl_init"), program("libnccl_user.so")};
   std::string dir = fresh_dir("nccl-analyze");

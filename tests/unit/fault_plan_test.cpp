@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "error_names.h"
 #include "fault_plan.h"
 #include "faults/plan_builder.h"
 
@@ -62,6 +63,78 @@ TEST(FaultPlan, GroupsCoverTheirCallsAndNothingElse) {
   EXPECT_TRUE(covers(q->plan->rules[2], ApiId::cudnnFindConvolutionForwardAlgorithmEx));
   EXPECT_FALSE(covers(q->plan->rules[2], ApiId::cudnnConvolutionForward));
   EXPECT_EQ(q->plan->rules[2].cudnn_code, 2000);
+}
+
+// Every name of each library's status enum (common/error_names.h, generated from the vendor
+// headers) is taken for calls of that library with its value, and refused for calls that cannot
+// return it: a runtime name is also taken for driver calls (and the other way round) where the
+// other enum has the same code, as the two share most codes.
+TEST(FaultPlan, EveryVendorErrorNameIsTakenWhereItsCallsCanReturnIt) {
+  struct Family {
+    const char* calls;  // a faultable call of the library
+    const errors::ErrorName* names;
+    size_t n;
+    int32_t Rule::*code;
+    bool runtime_or_driver;
+  };
+  auto fam = [](const char* calls, const auto& names, int32_t Rule::*code, bool rd) {
+    return Family{calls, names, std::size(names), code, rd};
+  };
+  const Family families[] = {
+      fam("cudaMalloc", errors::kCudartErrors, &Rule::cudart_code, true),
+      fam("cuMemAlloc_v2", errors::kDriverErrors, &Rule::driver_code, true),
+      fam("cudnn-execute", errors::kCudnnStatuses, &Rule::cudnn_code, false),
+      fam("ncclCommInitRank", errors::kNcclResults, &Rule::nccl_code, false),
+  };
+  size_t taken = 0, refused = 0;
+  for (const Family& from : families) {
+    ASSERT_GT(from.n, 7u);  // the tables hold the whole enums (ncclResult_t has the fewest: 8)
+    for (size_t i = 0; i < from.n; ++i) {
+      const errors::ErrorName& e = from.names[i];
+      for (const Family& to : families) {
+        std::string plan = std::string(to.calls) + ":" + e.name;
+        SCOPED_TRACE(plan);
+        auto p = parse(plan);
+        bool same = &from == &to;
+        bool shared = false;
+        if (from.runtime_or_driver && to.runtime_or_driver && !same) {
+          for (size_t k = 0; k < to.n; ++k) shared = shared || to.names[k].code == e.code;
+        }
+        // CUDNN_STATUS_ before a short name is that short name for other libraries (ErrorNamesMapPerLibrary).
+        bool short_alias = false;
+        for (const char* n : {"NOT_SUPPORTED", "NOT_SUPPORTED_SHAPE", "NOT_SUPPORTED_LAYOUT", "BAD_PARAM",
+                              "INTERNAL_ERROR", "EXECUTION_FAILED", "NOT_INITIALIZED"}) {
+          short_alias = short_alias || std::string(e.name) == std::string("CUDNN_STATUS_") + n;
+        }
+        if (short_alias && !same) continue;
+        if (e.code == 0) {
+          EXPECT_FALSE(p->ok);
+          EXPECT_NE(p->err.find("success, not an error"), std::string::npos) << p->err;
+        } else if (same || shared) {
+          ASSERT_TRUE(p->ok) << p->err;
+          EXPECT_EQ(p->plan->rules[0].*to.code, e.code);
+          ++taken;
+        } else {
+          EXPECT_FALSE(p->ok);
+          EXPECT_NE(p->err.find("cannot return " + std::string(e.name)), std::string::npos) << p->err;
+          ++refused;
+        }
+      }
+    }
+  }
+  EXPECT_GT(taken, 290u);
+  EXPECT_GT(refused, 500u);
+  // The names of the issue: an illegal address, an uncorrectable ECC error, NCCL's errors.
+  for (const char* plan :
+       {"sync:cudaErrorIllegalAddress", "sync:cudaErrorECCUncorrectable", "alloc:CUDA_ERROR_ILLEGAL_ADDRESS",
+        "ncclCommInitRank|ncclCommInitRankConfig:ncclSystemError",
+        "cudnn-execute:CUDNN_STATUS_EXECUTION_FAILED_CUDART"}) {
+    auto p = parse(plan);
+    EXPECT_TRUE(p->ok) << plan << ": " << p->err;
+  }
+  auto illegal = parse("alloc:cudaErrorIllegalAddress");
+  EXPECT_EQ(illegal->plan->rules[0].cudart_code, 700);
+  EXPECT_EQ(illegal->plan->rules[0].driver_code, 700);  // cuMemAlloc_v2 & co: CUDA_ERROR_ILLEGAL_ADDRESS
 }
 
 TEST(FaultPlan, ErrorNamesMapPerLibrary) {
@@ -132,7 +205,12 @@ TEST(FaultPlan, MalformedPlansNameTheOffendingPart) {
       {"allocs:OOM", "'allocs' is neither a call group"},
       {"cudaFree:OOM", "cudaFree cannot take faults"},
       {"alloc:NOPE", "unknown error 'NOPE'"},
-      {"alloc:NOT_SUPPORTED_SHAPE", "no CUDA runtime equivalent"},
+      {"alloc:NOT_SUPPORTED_SHAPE", "CUDA runtime calls (cudaMalloc) cannot return NOT_SUPPORTED_SHAPE"},
+      {"cudnn-execute:cudaErrorIllegalAddress",
+       "cuDNN calls (cudnnBackendExecute) cannot return cudaErrorIllegalAddress: "
+       "cuDNN calls return cudnnStatus_t"},
+      {"sync:cudaSuccess", "cudaSuccess is its library's success, not an error"},
+      {"sync:cudaErrorNoSuchThing", "unknown error 'cudaErrorNoSuchThing'"},
       {"alloc:OOM,nth=0", "'nth=0'"},
       {"alloc:OOM,nth=three", "'nth=three'"},
       {"alloc:OOM,p=1.5", "a probability in [0, 1]"},
