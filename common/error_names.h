@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+// clang-format off
+
 namespace cuprobe::errors {
 
 struct ErrorName {
@@ -314,8 +316,15 @@ inline constexpr ErrorName kCudnnStatuses[] = {
 
 // NCCL's ncclResult_t (nccl.h)
 inline constexpr ErrorName kNcclResults[] = {
-    {"ncclSuccess", 0},         {"ncclUnhandledCudaError", 1}, {"ncclSystemError", 2}, {"ncclInternalError", 3},
-    {"ncclInvalidArgument", 4}, {"ncclInvalidUsage", 5},       {"ncclRemoteError", 6}, {"ncclInProgress", 7},
+    {"ncclSuccess", 0},
+    {"ncclUnhandledCudaError", 1},
+    {"ncclSystemError", 2},
+    {"ncclInternalError", 3},
+    {"ncclInvalidArgument", 4},
+    {"ncclInvalidUsage", 5},
+    {"ncclRemoteError", 6},
+    {"ncclInProgress", 7},
 };
 
 }  // namespace cuprobe::errors
+// clang-format on

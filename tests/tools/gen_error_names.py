@@ -138,6 +138,8 @@ def render(h):
         "",
         "#include <stdint.h>",
         "",
+        "// clang-format off",
+        "",
         "namespace cuprobe::errors {",
         "",
         "struct ErrorName {",
@@ -154,6 +156,7 @@ def render(h):
         lines.append("};")
         lines.append("")
     lines.append("}  // namespace cuprobe::errors")
+    lines.append("// clang-format on")
     return "\n".join(lines) + "\n"
 
 
