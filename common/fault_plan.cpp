@@ -573,6 +573,7 @@ class RuleParser {
     } else {  // seed
       if (!parse_u64(v, &r->seed)) return bad("a whole number from 0 to 18446744073709551615");
       seed_given_ = true;
+      r->seed_given = true;
     }
     return true;
   }
@@ -582,6 +583,8 @@ class RuleParser {
     Rule* r = r_;
     if (key.is("engine") || key.is("algo")) {
       if (!parse_i64(v, &r->engine) || r->engine < 0) return bad("an engine global index (or legacy algorithm) >= 0");
+    } else if (key.is("rank") && v.is("random")) {
+      r->rank = kRankRandom;  // one rank of the job, picked from the seed (random_rank)
     } else if (key.is("device") || key.is("rank")) {
       int64_t n;
       if (!parse_i64(v, &n) || n < 0 || n > 1 << 20) return bad("a number >= 0");
@@ -615,8 +618,9 @@ class RuleParser {
       fail(err_, cap_, "fault rule %d ('%s'): 'until' must come after 'from'", index_ + 1, where_);
       return false;
     }
-    if (seed_given_ && r_->probability < 0) {
-      fail(err_, cap_, "fault rule %d ('%s'): a seed without p=PROBABILITY does nothing", index_ + 1, where_);
+    if (seed_given_ && r_->probability < 0 && r_->rank != kRankRandom) {
+      fail(err_, cap_, "fault rule %d ('%s'): a seed without p=PROBABILITY or rank=random does nothing", index_ + 1,
+           where_);
       return false;
     }
     return true;
@@ -645,6 +649,11 @@ bool parse_rule(Span text, int index, Rule* r, char* err, size_t cap) {
 
 const char* group_names() {
   return "alloc, host-alloc, memcpy, sync, cudnn-create, cudnn-execute, cudnn-finalize, cudnn-find, cudnn-legacy-exec";
+}
+
+int random_rank(uint64_t seed, int world_size) {
+  if (world_size <= 0) return -1;
+  return int(splitmix(seed ^ 0x72616e6b72616e64ull) % uint64_t(world_size));  // "rankrand"
 }
 
 const char* error_name(trace::Library lib, int32_t code) {

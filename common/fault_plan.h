@@ -24,6 +24,8 @@ inline constexpr int kMaxAt = 64;
 inline constexpr int kApiWords = (kApiCount + 63) / 64;
 inline constexpr int kCapDevices = 32;  // devices a memory cap can name; the last slot: every device
 
+inline constexpr int32_t kRankRandom = -2;  // rank=random
+
 enum ProblemMatch : uint8_t { kProblemAny = 0, kProblemSubstring, kProblemRegex, kProblemHash };
 enum Scope : uint8_t { kScopeProcess = 0, kScopeThread = 1 };
 
@@ -43,7 +45,7 @@ struct Rule {
   safe_regex::Regex* problem_re;  // problem~: compiled once (common/safe_regex.h), freed by free_plan
   int64_t engine;  // -1 = any (legacy calls: the algorithm)
   int32_t device;  // -1 = any
-  int32_t rank;    // -1 = any
+  int32_t rank;    // -1 = any; kRankRandom: the rank random_rank(seed, the job's size) picks
   int64_t pid;     // -1 = any
   char comm[64];   // "" = any
   uint64_t from_ns, until_ns;  // since the process started; until_ns 0 = no end
@@ -53,6 +55,7 @@ struct Rule {
   int n_at;
   double probability;  // < 0: not given
   uint64_t seed;
+  bool seed_given;  // seed= was written (rank=random without one: cuprobe record picks one)
   uint64_t max;  // 0 = no limit
   uint8_t scope;
 };
@@ -96,6 +99,9 @@ bool error_code(const char* name, trace::Library lib, int32_t* code);
 // The vendor name of a library's status code ("ncclSystemError", "cudaErrorIllegalAddress"), the
 // first of its enum with that value; nullptr when it has none.
 const char* error_name(trace::Library lib, int32_t code);
+// The rank rank=random aims at in a job of world_size ranks: the same on every rank (and in the
+// analysis) for one seed; -1 when the size is not known.
+int random_rank(uint64_t seed, int world_size);
 
 // Names of the call groups, for messages and help: "alloc, host-alloc, ...".
 const char* group_names();

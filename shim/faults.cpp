@@ -101,7 +101,13 @@ bool comm_matches(const char* want) {
 
 bool process_filters_hold(const faults::Rule& r) {
   if (r.pid > 0 && r.pid != int64_t(getpid())) return false;
-  if (r.rank >= 0 && r.rank != process_rank()) return false;
+  if (r.rank != -1) {
+    // The launcher's rank, else the NCCL communicator's once one is set up (faults_rank_known).
+    int rank = -1, world = -1;
+    job_rank(&rank, &world);
+    int want = r.rank == faults::kRankRandom ? faults::random_rank(r.seed, world) : r.rank;
+    if (want < 0 || rank != want) return false;
+  }
   if (r.comm[0] && !comm_matches(r.comm)) return false;
   return true;
 }
@@ -208,26 +214,43 @@ CUPROBE_FORK_CHILD_RESET(faults_after_fork);
 
 }  // namespace
 
+namespace {
+
+void write_rule_record(uint32_t index, uint32_t scope, const char* name, const char* text) {
+  size_t nl = strlen(name), tl = strlen(text);
+  uint32_t size = trace::align8(uint32_t(sizeof(trace::FaultRuleRecord) + nl + tl));
+  MetaWriter w;
+  if (char* p = w.reserve(size)) {
+    auto* r = reinterpret_cast<trace::FaultRuleRecord*>(p);
+    r->h = trace::make_header(trace::RecordType::kFaultRule, size);
+    r->index = index;
+    r->scope = scope;
+    r->name_len = uint32_t(nl);
+    r->text_len = uint32_t(tl);
+    memcpy(r->text, name, nl);
+    memcpy(r->text + nl, text, tl);
+    w.commit(size);
+  }
+}
+
+}  // namespace
+
+void faults_rank_known() {
+  for (int r = 0; r < g_plan.n; ++r) {
+    const faults::Rule& rule = g_plan.rules[r];
+    if (rule.rank == -1 || __atomic_load_n(&g_rule_live[r], __ATOMIC_ACQUIRE)) continue;
+    if (!process_filters_hold(rule)) continue;
+    // Its record first, so that a trace with an injection by it names the rule.
+    write_rule_record(uint32_t(r), rule.scope, rule.name, rule.text);
+    __atomic_store_n(&g_rule_live[r], true, __ATOMIC_RELEASE);
+  }
+}
+
 void write_fault_records() {
   trace::FileHeader* hdr = trace_header();
-  auto write_one = [](uint32_t index, uint32_t scope, const char* name, const char* text) {
-    size_t nl = strlen(name), tl = strlen(text);
-    uint32_t size = trace::align8(uint32_t(sizeof(trace::FaultRuleRecord) + nl + tl));
-    MetaWriter w;
-    if (char* p = w.reserve(size)) {
-      auto* r = reinterpret_cast<trace::FaultRuleRecord*>(p);
-      r->h = trace::make_header(trace::RecordType::kFaultRule, size);
-      r->index = index;
-      r->scope = scope;
-      r->name_len = uint32_t(nl);
-      r->text_len = uint32_t(tl);
-      memcpy(r->text, name, nl);
-      memcpy(r->text + nl, text, tl);
-      w.commit(size);
-    }
-  };
+  auto write_one = write_rule_record;
   for (int r = 0; r < g_plan.n; ++r) {
-    if (!g_rule_live[r]) continue;
+    if (!__atomic_load_n(&g_rule_live[r], __ATOMIC_ACQUIRE)) continue;
     write_one(uint32_t(r), g_plan.rules[r].scope, g_plan.rules[r].name, g_plan.rules[r].text);
   }
   if (g_cap_on) write_one(uint32_t(kMemCapRule), faults::kScopeProcess, "mem-cap", g_cap_text);
@@ -270,7 +293,7 @@ bool fault_decide(ApiId api, trace::Library lib, const FaultCtx& c, FaultHit* hi
   int a = int(api);
   for (int r = 0; r < g_plan.n; ++r) {
     const faults::Rule& rule = g_plan.rules[r];
-    if (!g_rule_live[r] || !((rule.apis[a / 64] >> (a % 64)) & 1)) continue;
+    if (!__atomic_load_n(&g_rule_live[r], __ATOMIC_ACQUIRE) || !((rule.apis[a / 64] >> (a % 64)) & 1)) continue;
     if (rule.min_size && c.size < rule.min_size) continue;
     if (rule.device >= 0 && c.device != rule.device) continue;
     if (rule.engine >= 0 && c.engine != rule.engine) continue;

@@ -44,6 +44,9 @@ const char* fault_rule_name(int rule);
 void faults_configure();
 // Writes the FaultRule records into a new trace file.
 void write_fault_records();
+// The process's rank became known from an NCCL communicator (process_info.cpp): rules aimed at a
+// rank (rank=N, rank=random) that now hold here become live, and their records are written.
+void faults_rank_known();
 // Learns which problem-text rules a newly interned problem matches: each distinct problem's text
 // (common/problem_text.h) is made and matched once, the answer kept per problem id; a problem~
 // regex costs time linear in the text times its states (common/safe_regex.h), never backtracking.

@@ -61,10 +61,11 @@ size_t read_file(const char* path, char* buf, size_t cap) {
 }
 
 const char* const kRank[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", nullptr};
+const char* const kWorld[] = {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", nullptr};
+int g_nccl_rank = -1;  // this process's rank in the largest NCCL communicator so far
 
 void write_process_info() {
   static const char* const kLocalRank[] = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", nullptr};
-  static const char* const kWorld[] = {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", nullptr};
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   static char cmdline[16384];
@@ -172,6 +173,13 @@ void write_process_records() {
 
 int process_rank() { return env_int(kRank); }
 
+void job_rank(int* rank, int* world_size) {
+  *rank = env_int(kRank);
+  *world_size = env_int(kWorld);
+  if (*rank < 0) *rank = __atomic_load_n(&g_nccl_rank, __ATOMIC_ACQUIRE);
+  if (*world_size <= 0) *world_size = __atomic_load_n(&g_nccl_nranks, __ATOMIC_ACQUIRE);
+}
+
 namespace {
 
 // The child's file has none of these records yet.
@@ -186,6 +194,7 @@ void process_info_after_fork() {
   g_nccl_version_written = 0;
   g_nvidia_driver_written = 0;
   g_nccl_nranks = 0;
+  g_nccl_rank = -1;
 }
 CUPROBE_FORK_CHILD_RESET(process_info_after_fork);
 
@@ -275,6 +284,8 @@ void note_nvidia_driver() {
   }
 }
 
+void write_nccl_comm(int nranks, int rank);
+
 }  // namespace
 
 void note_nccl_comm(int nranks, int rank) {
@@ -294,11 +305,19 @@ void note_nccl_comm(int nranks, int rank) {
     note_torch_version();
   }
   if (nranks <= __atomic_load_n(&g_nccl_nranks, __ATOMIC_RELAXED)) return;
+  write_nccl_comm(nranks, rank);
+  faults_rank_known();  // rules aimed at a rank (rank=N, rank=random) where no launcher said it
+}
+
+namespace {
+
+void write_nccl_comm(int nranks, int rank) {
   // Both records under one hold of the writer, so that two communicators set up at once by two
   // threads leave the larger one's pair last.
   MetaWriter w;
   if (nranks <= g_nccl_nranks) return;
-  __atomic_store_n(&g_nccl_nranks, nranks, __ATOMIC_RELAXED);
+  __atomic_store_n(&g_nccl_rank, rank, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_nccl_nranks, nranks, __ATOMIC_RELEASE);
   constexpr uint32_t kSize = sizeof(trace::PropertyRecord);
   const trace::Property keys[] = {trace::Property::kNcclRank, trace::Property::kNcclWorldSize};
   const int64_t values[] = {rank, nranks};
@@ -313,6 +332,8 @@ void note_nccl_comm(int nranks, int rank) {
     w.commit(kSize);
   }
 }
+
+}  // namespace
 
 void note_cudnn_library() {
   if (__atomic_load_n(&g_cudnn_written, __ATOMIC_RELAXED)) return;

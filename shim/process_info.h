@@ -40,6 +40,9 @@ int current_device(ThreadState& t);
 void note_nccl_comm(int nranks, int rank);
 
 int process_rank();  // from RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK; -1 when none
+// The job's rank of this process and its size as cuprobe knows them: the launcher's variables,
+// else the largest NCCL communicator's (torch.multiprocessing.spawn sets none); -1 each unknown.
+void job_rank(int* rank, int* world_size);
 
 }  // namespace cuprobe::shim
 

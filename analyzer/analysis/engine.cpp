@@ -183,6 +183,9 @@ json summarize(const AllFacts& all) {
       if (fresh) fault_order.push_back(r.name);
       json& j = it->second;
       j["processes"] = j["processes"].get<int>() + 1;
+      // A rule aimed at a rank (rank=N, rank=random) is in force only where it holds: the ranks it
+      // was in force on are where it aimed (with rank=random, its seed is in its text).
+      if (p.rank >= 0 && r.text.find("rank=") != std::string::npos) j["ranks"].push_back(p.rank);
       j["matched"] = j["matched"].get<uint64_t>() + r.matched;
       j["injected"] = j["injected"].get<uint64_t>() + r.injected;
       for (const auto& [outcome, n] : r.outcomes) j["outcomes"][outcome] = j["outcomes"].value(outcome, uint64_t(0)) + n;
@@ -566,10 +569,14 @@ void print_report(const Report& raw, bool color, FILE* out, bool per_rank) {
       for (auto it = f["outcomes"].begin(); it != f["outcomes"].end(); ++it) {
         next += fmt::format("{}{} {}×", next.empty() ? "" : ", ", it.key(), it.value().get<uint64_t>());
       }
-      fmt::print(out, "    {} ({}): {} calls matched, {} injected{}\n", f["rule"].get<std::string>(),
-                 f["memory_cap"].get<bool>() ? "memory cap " + f["text"].get<std::string>() : f["text"].get<std::string>(),
-                 f["matched"].get<uint64_t>(), f["injected"].get<uint64_t>(),
-                 next.empty() ? "" : "; then the application: " + next);
+      std::string aimed;
+      if (f.contains("ranks"))
+        aimed = fmt::format(" in force on rank {}:", fmt::join(f["ranks"].get<std::vector<int>>(), ", "));
+      fmt::print(
+          out, "    {} ({}):{} {} calls matched, {} injected{}\n", f["rule"].get<std::string>(),
+          f["memory_cap"].get<bool>() ? "memory cap " + f["text"].get<std::string>() : f["text"].get<std::string>(),
+          aimed, f["matched"].get<uint64_t>(), f["injected"].get<uint64_t>(),
+          next.empty() ? "" : "; then the application: " + next);
     }
   }
   for (const auto& w : r.warnings) fmt::print(out, "  {} {}\n", paint("33", "note:"), w);

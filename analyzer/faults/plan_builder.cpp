@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <map>
+#include <random>
 #include <set>
 
 #include "fault_plan.h"
@@ -213,6 +214,24 @@ std::string check_plan(const std::vector<std::string>& rules) {
   auto plan = std::make_unique<Plan>();
   char err[768];
   if (!parse_plan(text.c_str(), plan.get(), err, sizeof err)) throw PlanError(err);
+  // rank=random without a seed: one seed for the whole job, picked here and written into the
+  // rule, so that every rank (and the analysis) reads the same one.
+  bool picked = false;
+  if (plan->n == int(rules.size())) {
+    std::vector<std::string> with_seeds = rules;
+    for (int i = 0; i < plan->n; ++i) {
+      const Rule& r = plan->rules[i];
+      if (r.rank != kRankRandom || r.seed_given) continue;
+      std::random_device rd;
+      uint64_t seed = (uint64_t(rd()) << 32) ^ rd();
+      with_seeds[size_t(i)] += fmt::format(",seed={}", seed);
+      picked = true;
+    }
+    if (picked) {
+      text.clear();
+      for (const auto& r : with_seeds) text += (text.empty() ? "" : ";") + r;
+    }
+  }
   free_plan(plan.get());
   return text;
 }

@@ -164,6 +164,53 @@ TEST(Faults, AnInjectedCallRunsNothingAndTheErrorStateMatchesTheRuntime) {
   EXPECT_EQ(newer.out[3], "last 0");
 }
 
+// rank=random (issue 32): one rank of the job, the same for every process for one seed (cuprobe
+// record picks one when none is given and writes it into the rule); the analysis says where the
+// rule was in force.
+TEST(Faults, RandomRankAimsAtOneRankOfTheJob) {
+  const int world = 4;
+  std::string job = fresh_dir("fault-random-rank") + "/run";
+  std::vector<int> failed;
+  for (int r = 0; r < world; ++r) {
+    Env env = {{"RANK", std::to_string(r)}, {"WORLD_SIZE", std::to_string(world)}};
+    RunResult rr = record(job, {program("fault_probe"), "malloc:10"}, shim_env(env),
+                          {"-q", "--append", "--fault", "alloc:OOM,rank=random,seed=7"});
+    ASSERT_EQ(rr.status, 0) << rr.err;
+    if (rr.out.rfind("malloc 10 2 ", 0) == 0) failed.push_back(r);
+  }
+  ASSERT_EQ(failed.size(), 1u);  // one rank of the four, the same one for every process
+  const int aimed = failed[0];
+  auto a = analyze_json({job});
+  json rule = a["summary"]["faults"][0];
+  EXPECT_EQ(rule["ranks"], json::array({aimed})) << rule;
+  EXPECT_EQ(rule["injected"], 1) << rule;
+  RunResult text = run({cuprobe_bin(), "analyze", job});
+  EXPECT_NE(text.out.find("in force on rank " + std::to_string(aimed) + ":"), std::string::npos) << text.out;
+  // Without a seed, record picks one and writes it into the rule the processes get.
+  Traced picked = probe("fault-random-seed", {"--fault", "alloc:OOM,rank=random"}, {"malloc:10"},
+                        {{"RANK", "0"}, {"WORLD_SIZE", "1"}});
+  EXPECT_EQ(codes(picked, "cudaMalloc"), "2");  // a job of one rank: that one
+  auto rules = of_type(picked.lines, "fault_rule");
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_NE(rules[0]["rule"].get<std::string>().find("rank=random,seed="), std::string::npos) << rules[0];
+}
+
+// A process whose launcher set no RANK (torch.multiprocessing.spawn) is aimed at by the rank of
+// its NCCL communicator, from the moment one is set up: nccl_init's world communicator gives it
+// rank 3 of 4, then it splits it.
+TEST(Faults, RankRulesUseTheNcclRankWhereNoLauncherSaidOne) {
+  std::vector<std::string> argv = {program("nccl_init"), program("libnccl_user.so")};
+  Traced hit = record_with("fault-nccl-rank", {"--fault", "ncclCommSplit:ncclRemoteError,rank=3"}, argv);
+  ASSERT_EQ(hit.r.status, 0) << hit.r.err;
+  auto splits = hit.calls("ncclCommSplit");
+  ASSERT_EQ(splits.size(), 2u);
+  EXPECT_EQ(splits[0]["ret"], 6);                         // ncclRemoteError
+  EXPECT_EQ(hit.calls("ncclCommInitRank")[0]["ret"], 0);  // before the world communicator: rank unknown
+  Traced miss = record_with("fault-nccl-rank2", {"--fault", "ncclCommSplit:ncclRemoteError,rank=2"}, argv);
+  EXPECT_EQ(miss.calls("ncclCommSplit")[0]["ret"], 0);
+  EXPECT_TRUE(of_type(miss.lines, "fault_rule").empty());
+}
+
 TEST(Faults, ErrorKindsReachTheCaller) {
   struct Case {
     std::string rule, step;

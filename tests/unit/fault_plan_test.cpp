@@ -137,6 +137,30 @@ TEST(FaultPlan, EveryVendorErrorNameIsTakenWhereItsCallsCanReturnIt) {
   EXPECT_EQ(illegal->plan->rules[0].driver_code, 700);  // cuMemAlloc_v2 & co: CUDA_ERROR_ILLEGAL_ADDRESS
 }
 
+// rank=random: the rank a seed picks, the same wherever it is computed, spread over the ranks;
+// cuprobe record writes a seed into a rule that has none.
+TEST(FaultPlan, RandomRankIsPickedFromTheSeed) {
+  auto p = parse("alloc:OOM,rank=random,seed=7");
+  ASSERT_TRUE(p->ok) << p->err;
+  EXPECT_EQ(p->plan->rules[0].rank, kRankRandom);
+  EXPECT_EQ(p->plan->rules[0].seed, 7u);
+  EXPECT_EQ(random_rank(7, 4), random_rank(7, 4));
+  EXPECT_EQ(random_rank(7, 0), -1);
+  int hits[8] = {};
+  for (uint64_t seed = 0; seed < 8000; ++seed) {
+    int r = random_rank(seed, 8);
+    ASSERT_GE(r, 0);
+    ASSERT_LT(r, 8);
+    ++hits[r];
+  }
+  for (int h : hits) EXPECT_GT(h, 800);  // about 1000 each
+  EXPECT_NE(check_plan({"alloc:OOM,rank=random"}).find("alloc:OOM,rank=random,seed="), std::string::npos);
+  EXPECT_EQ(check_plan({"alloc:OOM,rank=random,seed=3"}), "alloc:OOM,rank=random,seed=3");
+  auto seedless = parse("alloc:OOM,seed=5");
+  EXPECT_FALSE(seedless->ok);
+  EXPECT_NE(seedless->err.find("a seed without p=PROBABILITY or rank=random does nothing"), std::string::npos);
+}
+
 TEST(FaultPlan, ErrorNamesMapPerLibrary) {
   struct Case {
     const char* name;
