@@ -497,6 +497,13 @@ class RuleParser {
     Span v{value_, value_ + strlen(value_)};
     bool eq = oper.is("=");
     if (key.len() == 0) return bad("expected KEY=VALUE");
+    if (key.is("sticky")) {
+      // A corrupted context (issue 32): once the rule fires, every later faultable call of the
+      // process on that device fails too (the shim's sticky state, shim/faults.cpp).
+      if (oper.len() != 0 && !(eq && (v.is("1") || v.is("true")))) return bad("write sticky (no value)");
+      r_->sticky = true;
+      return true;
+    }
     if (key.is("size") || key.is("min-size")) {
       if (!(key.is("size") ? oper.is(">=") : eq)) return bad("write size>=BYTES (or min-size=BYTES)");
       if (!parse_bytes(v.b, v.len(), &r_->min_size)) return bad("not a byte count (1024, 64MiB, 1.5GiB, 2GB)");
@@ -606,8 +613,9 @@ class RuleParser {
       else if (v.is("thread")) r->scope = kScopeThread;
       else return bad("scope=process (calls counted over the process) or scope=thread (counted per thread)");
     } else {
-      return bad("unknown key; keys: name, nth, every, first, after, at, p, seed, max, size>=, problem=, problem~, "
-                 "engine, device, rank, pid, comm, from, until, scope");
+      return bad(
+          "unknown key; keys: name, nth, every, first, after, at, p, seed, max, sticky, size>=, problem=, problem~, "
+          "engine, device, rank, pid, comm, from, until, scope");
     }
     return true;
   }
@@ -616,6 +624,13 @@ class RuleParser {
   bool finish() {
     if (r_->until_ns != 0 && r_->until_ns <= r_->from_ns) {
       fail(err_, cap_, "fault rule %d ('%s'): 'until' must come after 'from'", index_ + 1, where_);
+      return false;
+    }
+    if (r_->sticky && r_->cudart_code == 0 && r_->driver_code == 0) {
+      fail(err_, cap_,
+           "fault rule %d ('%s'): sticky is a device fault: the rule must name CUDA runtime or driver calls "
+           "(alloc, memcpy, sync, or their API names), whose failure corrupts the context",
+           index_ + 1, where_);
       return false;
     }
     if (seed_given_ && r_->probability < 0 && r_->rank != kRankRandom) {

@@ -58,6 +58,7 @@ struct Rule {
   bool seed_given;  // seed= was written (rank=random without one: cuprobe record picks one)
   uint64_t max;  // 0 = no limit
   uint8_t scope;
+  bool sticky;  // once it fires, the process's later faultable calls on that device fail too
 };
 
 struct MemCap {

@@ -34,6 +34,7 @@ static_assert(int(CUDA_ERROR_NOT_INITIALIZED) == int(cudaErrorInitializationErro
 
 bool g_faults_on = false;
 bool g_cap_on = false;
+bool g_sticky_on = false;
 
 namespace {
 
@@ -43,6 +44,11 @@ using faults::kRuleSlots;
 faults::Plan g_plan;
 faults::MemCap g_cap;
 char g_cap_text[256];
+// Sticky faults (issue 32): per device, the rule whose error corrupted the context (its index + 1;
+// 0: none) and the runtime error it left, which every later faultable call there returns, as a
+// real illegal address or ECC error makes the runtime do.
+int g_sticky_rule[faults::kCapDevices];
+int32_t g_sticky_code[faults::kCapDevices];
 bool g_rule_live[faults::kMaxRules];  // the rule's process filters (rank, pid, comm) hold here
 uint64_t g_k[kRuleSlots];             // matches per rule, scope=process
 uint64_t g_fired[kRuleSlots];         // injections per rule (for max=)
@@ -203,6 +209,9 @@ void faults_after_fork() {
     g_sid_rules = static_cast<uint64_t*>(map_zeroed(kSidSlots * sizeof(uint64_t)));
   }
   memset(g_live, 0, sizeof g_live);
+  memset(g_sticky_rule, 0, sizeof g_sticky_rule);
+  memset(g_sticky_code, 0, sizeof g_sticky_code);
+  g_sticky_on = false;
   if (g_allocs != nullptr) {
     munmap(g_allocs, kAllocSlots * sizeof(Allocation));
     g_allocs = static_cast<Allocation*>(map_zeroed(kAllocSlots * sizeof(Allocation)));
@@ -286,11 +295,47 @@ void faults_on_new_problem(uint32_t id, const trace::ProblemDesc& d) {
   __atomic_store_n(&g_sid_rules[id], mask, __ATOMIC_RELEASE);
 }
 
+namespace {
+
+// What a call of `lib` returns in a context a runtime error `code` corrupted: the code itself for
+// runtime calls and for driver calls where the driver has it (700 is both cudaErrorIllegalAddress
+// and CUDA_ERROR_ILLEGAL_ADDRESS), else the driver's CUDA_ERROR_UNKNOWN; cuDNN's
+// CUDNN_STATUS_EXECUTION_FAILED_CUDART; NCCL's ncclUnhandledCudaError.
+int32_t sticky_code_for(trace::Library lib, int32_t code) {
+  switch (lib) {
+    case trace::Library::kCudnn:
+      return 5003;
+    case trace::Library::kNccl:
+      return 1;
+    case trace::Library::kDriver:
+      return faults::error_name(lib, code) != nullptr ? code : 999;
+    default:
+      return code;
+  }
+}
+
+}  // namespace
+
+int32_t sticky_error(int device) {
+  if (!__atomic_load_n(&g_sticky_on, __ATOMIC_ACQUIRE) || device < 0 || device >= faults::kCapDevices) return 0;
+  return __atomic_load_n(&g_sticky_code[device], __ATOMIC_ACQUIRE);
+}
+
 bool fault_decide(ApiId api, trace::Library lib, const FaultCtx& c, FaultHit* hit) {
   trace::FileHeader* hdr = trace_header();
   uint64_t* matched = hdr ? hdr->fault_matched : nullptr;
   uint64_t* injected = hdr ? hdr->fault_injected : nullptr;
   int a = int(api);
+  if (int32_t code = sticky_error(c.device)) {
+    // A corrupted context: the call fails as the sticky rule's, counted as its injection.
+    int r = __atomic_load_n(&g_sticky_rule[c.device], __ATOMIC_ACQUIRE) - 1;
+    add_counter(matched, g_local_matched, r);
+    add_counter(injected, g_local_injected, r);
+    hit->rule = r;
+    hit->k = __atomic_add_fetch(&g_k[r], 1, __ATOMIC_RELAXED);
+    hit->code = sticky_code_for(lib, code);
+    return true;
+  }
   for (int r = 0; r < g_plan.n; ++r) {
     const faults::Rule& rule = g_plan.rules[r];
     if (!__atomic_load_n(&g_rule_live[r], __ATOMIC_ACQUIRE) || !((rule.apis[a / 64] >> (a % 64)) & 1)) continue;
@@ -317,6 +362,15 @@ bool fault_decide(ApiId api, trace::Library lib, const FaultCtx& c, FaultHit* hi
                 : lib == trace::Library::kDriver ? rule.driver_code
                 : lib == trace::Library::kNccl   ? rule.nccl_code
                                                  : rule.cudart_code;
+    if (rule.sticky && c.device >= 0 && c.device < faults::kCapDevices) {
+      int32_t runtime = rule.cudart_code != 0 ? rule.cudart_code : rule.driver_code;
+      int unset = 0;
+      if (__atomic_compare_exchange_n(&g_sticky_rule[c.device], &unset, r + 1, false, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&g_sticky_code[c.device], runtime, __ATOMIC_RELEASE);
+        __atomic_store_n(&g_sticky_on, true, __ATOMIC_RELEASE);
+      }
+    }
     return true;
   }
   if (!c.cap_checked || !g_cap_on) return false;

@@ -19,6 +19,7 @@ namespace cuprobe::shim {
 
 extern bool g_faults_on;  // a plan with live rules, or a memory cap, is in force
 extern bool g_cap_on;     // a memory cap is in force
+extern bool g_sticky_on;  // a sticky rule fired: a device's context is (as if) corrupted
 
 // What a faultable call is, as far as a rule can ask.
 struct FaultCtx {
@@ -56,6 +57,9 @@ void faults_on_new_problem(uint32_t id, const trace::ProblemDesc& d);
 // weighed an allocation and let it through, hit->cap_device says where its bytes were
 // reserved: the caller reports the outcome with cap_settle.
 bool fault_decide(ApiId api, trace::Library lib, const FaultCtx& c, FaultHit* hit);
+// The runtime error a sticky rule left on `device` (its context corrupted), 0 when none: what
+// cudaGetLastError and cudaPeekAtLastError report from then on.
+int32_t sticky_error(int device);
 void cap_settle(const FaultHit& hit, uint64_t size, bool ok, const void* ptr);
 void cap_note_free(const void* ptr);
 void cap_adjust_meminfo(int device, size_t* free_bytes, size_t* total);

@@ -367,6 +367,12 @@ struct Interceptor<kApi, Ret (*)(A...)> {
   [[gnu::always_inline]] static Ret final_result(ThreadState& t, Ret ret, A... a) {
     if constexpr (kCudart) {
       if (__builtin_expect(t.injected_error != 0, 0)) ret = last_error(t, ret);
+      if constexpr (kSig == ApiId::cudaGetLastError || kSig == ApiId::cudaPeekAtLastError) {
+        // A corrupted context keeps reporting its error: nothing clears it (sticky faults).
+        if (__builtin_expect(__atomic_load_n(&g_sticky_on, __ATOMIC_RELAXED), 0)) {
+          if (int32_t s = sticky_error(Traits::device(t))) ret = Ret(s);
+        }
+      }
     }
     if constexpr ((kInfo.flags & trace::kApiMemInfo) != 0) {
       if (g_cap_on && Traits::ok(ret)) cap_adjust_meminfo(Traits::device(t), a...);

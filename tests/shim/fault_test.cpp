@@ -211,6 +211,25 @@ TEST(Faults, RankRulesUseTheNcclRankWhereNoLauncherSaidOne) {
   EXPECT_TRUE(of_type(miss.lines, "fault_rule").empty());
 }
 
+// sticky (issue 32): once the rule fires, the process's context is as if corrupted: every later
+// faultable call on that device fails with the error, and cudaGetLastError keeps reporting it.
+TEST(Faults, AStickyFaultFailsEveryLaterCallAsACorruptedContextDoes) {
+  Traced run = probe("sticky", {"--fault", "alloc:cudaErrorIllegalAddress,nth=2,sticky"},
+                     {"malloc:10", "malloc:10", "malloc:10", "last", "last", "peek", "sync", "host:10"});
+  ASSERT_EQ(run.r.status, 0) << run.r.err;
+  std::vector<std::string> want = {"malloc 10 0 set", "malloc 10 700 null", "malloc 10 700 null", "last 700",
+                                   "last 700",        "peek 700",           "sync 700",           "host 10 700 null"};
+  EXPECT_EQ(run.out, want);
+  json rule = run.rule("rule1");
+  EXPECT_EQ(rule["injected"], 4) << rule;  // the malloc it fired on, then the malloc, sync and host allocation
+  // Without sticky, only the call it fires on.
+  Traced once = probe("not-sticky", {"--fault", "alloc:cudaErrorIllegalAddress,nth=2"},
+                      {"malloc:10", "malloc:10", "malloc:10", "last", "last", "sync"});
+  std::vector<std::string> plain = {"malloc 10 0 set", "malloc 10 700 null", "malloc 10 0 set", "last 700", "last 0",
+                                    "sync 0"};
+  EXPECT_EQ(once.out, plain);
+}
+
 TEST(Faults, ErrorKindsReachTheCaller) {
   struct Case {
     std::string rule, step;

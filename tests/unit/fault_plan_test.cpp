@@ -234,6 +234,9 @@ TEST(FaultPlan, MalformedPlansNameTheOffendingPart) {
        "cuDNN calls (cudnnBackendExecute) cannot return cudaErrorIllegalAddress: "
        "cuDNN calls return cudnnStatus_t"},
       {"sync:cudaSuccess", "cudaSuccess is its library's success, not an error"},
+      {"cudnn-execute:EXECUTION_FAILED,sticky",
+       "sticky is a device fault: the rule must name CUDA runtime or driver calls"},
+      {"alloc:OOM,sticky=maybe", "write sticky (no value)"},
       {"sync:cudaErrorNoSuchThing", "unknown error 'cudaErrorNoSuchThing'"},
       {"alloc:OOM,nth=0", "'nth=0'"},
       {"alloc:OOM,nth=three", "'nth=three'"},
