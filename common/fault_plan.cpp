@@ -416,6 +416,10 @@ class RuleParser {
            index_ + 1, where_);
       return false;
     }
+    if (error.is("DELAY")) {  // no error: the call waits (delay=) and then runs
+      r_->delay_only = true;
+      return true;
+    }
     int32_t named = -1;
     if (named_in(error, &named) != nullptr && named == 0) {
       fail(err_, cap_, "fault rule %d ('%s'): %.*s is its library's success, not an error", index_ + 1, where_,
@@ -585,7 +589,8 @@ class RuleParser {
     return true;
   }
 
-  // Which calls match: engine, device, rank, pid, comm, from, until, scope; any other key is unknown.
+  // Which calls match: engine, device, rank, pid, comm, from, until, scope (and delay: what a fired
+  // rule does besides failing); any other key is unknown.
   bool parse_matching(Span key, Span v) {
     Rule* r = r_;
     if (key.is("engine") || key.is("algo")) {
@@ -601,6 +606,13 @@ class RuleParser {
     } else if (key.is("comm") || key.is("process")) {
       if (v.len() == 0 || v.len() >= sizeof r->comm) return bad("a command name of 1 to 63 characters");
       snprintf(r->comm, sizeof r->comm, "%s", value_);
+    } else if (key.is("delay")) {
+      // The call waits this long before it runs (or fails): a hang for watchdog tests.
+      uint64_t ns = 0;
+      if (parse_duration(v, &ns) != kNumberOk || ns == 0 || ns > 86400ull * 1000000000ull) {
+        return bad("a wait of more than 0 and at most a day: 30, 30s, 1500ms, 10m");
+      }
+      r->delay_ns = ns;
     } else if (key.is("from") || key.is("until")) {
       uint64_t ns = 0;
       Number got = parse_duration(v, &ns);
@@ -624,6 +636,11 @@ class RuleParser {
   bool finish() {
     if (r_->until_ns != 0 && r_->until_ns <= r_->from_ns) {
       fail(err_, cap_, "fault rule %d ('%s'): 'until' must come after 'from'", index_ + 1, where_);
+      return false;
+    }
+    if (r_->delay_only && r_->delay_ns == 0) {
+      fail(err_, cap_, "fault rule %d ('%s'): DELAY needs delay=TIME (how long the call waits before it runs)",
+           index_ + 1, where_);
       return false;
     }
     if (r_->sticky && r_->cudart_code == 0 && r_->driver_code == 0) {

@@ -6,7 +6,8 @@
 //
 //   RULE  := CALLS ':' ERROR { ',' KEY OP VALUE }          rules separated by ';' or newlines
 //   CALLS := NAME { '|' NAME }       a group (alloc, cudnn-execute, ...) or an API name
-//   ERROR := a name (NOT_SUPPORTED, OOM, ...) or a number
+//   ERROR := a name (NOT_SUPPORTED, OOM, cudaErrorIllegalAddress, ...), a number, or DELAY (with
+//            delay=TIME: the call waits, then runs)
 #pragma once
 
 #include <stddef.h>
@@ -59,6 +60,8 @@ struct Rule {
   uint64_t max;  // 0 = no limit
   uint8_t scope;
   bool sticky;  // once it fires, the process's later faultable calls on that device fail too
+  uint64_t delay_ns;  // a fired rule first makes the call wait this long (0: no wait)
+  bool delay_only;    // ERROR was DELAY: after the wait the call runs as usual
 };
 
 struct MemCap {

@@ -201,6 +201,13 @@ void alert_allocation_failed(ApiId api, uint64_t size, int device, int code) {
 
 void alert_fault_injected(ApiId api, const FaultHit& hit) {
   char text[512];
+  if (hit.code == 0) {
+    snprintf(text, sizeof text, "fault mode: rule '%s' made %s wait %.3f s (match %llu of the rule)",
+             fault_rule_name(hit.rule), api_static(api).name, double(hit.delay_ns) / 1e9,
+             static_cast<unsigned long long>(hit.k));
+    emit(kFault, text);
+    return;
+  }
   const char* name = faults::error_name(api_static(api).library, hit.code);
   snprintf(text, sizeof text, "fault mode: rule '%s' made %s fail with %d%s%s%s (match %llu of the rule)",
            fault_rule_name(hit.rule), api_static(api).name, int(hit.code), name ? " (" : "", name ? name : "",

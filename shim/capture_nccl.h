@@ -84,4 +84,87 @@ struct Capture<ApiId::ncclCommSplit> {
   }
 };
 
+// The collectives (issue 32): the bytes each rank contributes (count × the element's size: what
+// size>= filters on), the element count and type, the communicator, the stream (the record's).
+inline uint64_t nccl_bytes(size_t count, ncclDataType_t t) {
+  static constexpr uint8_t kSize[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};  // ncclInt8 ... ncclFloat8e5m2
+  int i = int(t);
+  return uint64_t(count) * (i >= 0 && i < int(sizeof kSize) ? kSize[i] : 1);
+}
+
+inline void collective_fields(CallWriter& w, size_t count, ncclDataType_t t, ncclComm_t comm, cudaStream_t s) {
+  w.u(nccl_bytes(count, t));
+  w.u(count);
+  w.i(int(t));
+  w.p(comm);
+  w.stream(s);
+}
+
+template <>
+struct Capture<ApiId::ncclAllReduce> {
+  static constexpr const char* kFields = "size:u,count:u,dtype:i,comm:p";
+  static void after(CallWriter& w, ncclResult_t, const void*, void*, size_t count, ncclDataType_t t, ncclRedOp_t,
+                    ncclComm_t comm, cudaStream_t s) {
+    collective_fields(w, count, t, comm, s);
+  }
+};
+
+template <>
+struct Capture<ApiId::ncclBroadcast> {
+  static constexpr const char* kFields = "size:u,count:u,dtype:i,comm:p,root:i";
+  static void after(CallWriter& w, ncclResult_t, const void*, void*, size_t count, ncclDataType_t t, int root,
+                    ncclComm_t comm, cudaStream_t s) {
+    collective_fields(w, count, t, comm, s);
+    w.i(root);
+  }
+};
+
+template <>
+struct Capture<ApiId::ncclReduce> {
+  static constexpr const char* kFields = "size:u,count:u,dtype:i,comm:p,root:i";
+  static void after(CallWriter& w, ncclResult_t, const void*, void*, size_t count, ncclDataType_t t, ncclRedOp_t,
+                    int root, ncclComm_t comm, cudaStream_t s) {
+    collective_fields(w, count, t, comm, s);
+    w.i(root);
+  }
+};
+
+template <>
+struct Capture<ApiId::ncclAllGather> {
+  static constexpr const char* kFields = "size:u,count:u,dtype:i,comm:p";
+  static void after(CallWriter& w, ncclResult_t, const void*, void*, size_t count, ncclDataType_t t, ncclComm_t comm,
+                    cudaStream_t s) {
+    collective_fields(w, count, t, comm, s);
+  }
+};
+
+template <>
+struct Capture<ApiId::ncclReduceScatter> {
+  static constexpr const char* kFields = "size:u,count:u,dtype:i,comm:p";
+  static void after(CallWriter& w, ncclResult_t, const void*, void*, size_t count, ncclDataType_t t, ncclRedOp_t,
+                    ncclComm_t comm, cudaStream_t s) {
+    collective_fields(w, count, t, comm, s);
+  }
+};
+
+template <>
+struct Capture<ApiId::ncclSend> {
+  static constexpr const char* kFields = "size:u,count:u,dtype:i,comm:p,peer:i";
+  static void after(CallWriter& w, ncclResult_t, const void*, size_t count, ncclDataType_t t, int peer, ncclComm_t comm,
+                    cudaStream_t s) {
+    collective_fields(w, count, t, comm, s);
+    w.i(peer);
+  }
+};
+
+template <>
+struct Capture<ApiId::ncclRecv> {
+  static constexpr const char* kFields = "size:u,count:u,dtype:i,comm:p,peer:i";
+  static void after(CallWriter& w, ncclResult_t, void*, size_t count, ncclDataType_t t, int peer, ncclComm_t comm,
+                    cudaStream_t s) {
+    collective_fields(w, count, t, comm, s);
+    w.i(peer);
+  }
+};
+
 }  // namespace cuprobe::shim

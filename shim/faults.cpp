@@ -3,12 +3,14 @@
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -316,6 +318,13 @@ int32_t sticky_code_for(trace::Library lib, int32_t code) {
 
 }  // namespace
 
+void fault_delay(const FaultHit& hit) {
+  if (hit.delay_ns == 0) return;
+  struct timespec left = {time_t(hit.delay_ns / 1000000000ull), long(hit.delay_ns % 1000000000ull)};
+  while (nanosleep(&left, &left) != 0 && errno == EINTR) {
+  }
+}
+
 int32_t sticky_error(int device) {
   if (!__atomic_load_n(&g_sticky_on, __ATOMIC_ACQUIRE) || device < 0 || device >= faults::kCapDevices) return 0;
   return __atomic_load_n(&g_sticky_code[device], __ATOMIC_ACQUIRE);
@@ -362,6 +371,8 @@ bool fault_decide(ApiId api, trace::Library lib, const FaultCtx& c, FaultHit* hi
                 : lib == trace::Library::kDriver ? rule.driver_code
                 : lib == trace::Library::kNccl   ? rule.nccl_code
                                                  : rule.cudart_code;
+    hit->delay_ns = rule.delay_ns;
+    if (rule.delay_only) hit->code = 0;
     if (rule.sticky && c.device >= 0 && c.device < faults::kCapDevices) {
       int32_t runtime = rule.cudart_code != 0 ? rule.cudart_code : rule.driver_code;
       int unset = 0;

@@ -36,7 +36,11 @@ struct FaultHit {
   uint64_t k = 0;      // match number of the call for that rule
   int32_t code = 0;    // the error the caller gets
   int cap_device = -1; // the memory cap reserved `size` bytes on this device for the call
+  uint64_t delay_ns = 0;  // the call waits this long first (delay=); with code 0 it then runs
 };
+
+// Waits hit.delay_ns (a rule's delay=), sleeping through signals.
+void fault_delay(const FaultHit& hit);
 
 // The name of rule `rule` of the plan ("mem-cap" for the memory cap), for messages.
 const char* fault_rule_name(int rule);

@@ -340,6 +340,11 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     c.cap_checked = kDeviceAlloc;
     describe(t, c, a...);
     if (!fault_decide(kApi, kInfo.library, c, hit)) return false;
+    fault_delay(*hit);  // delay=: the call waits first
+    if (hit->code == 0) {
+      alert_fault_injected(kApi, *hit);
+      return false;  // DELAY: then it runs as usual, recorded with the rule
+    }
     // Replaces the call: nothing runs, nothing is allocated.
     *answer = Ret(hit->code);
     if constexpr (kCudart) t.injected_error = hit->code;

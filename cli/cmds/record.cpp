@@ -102,10 +102,13 @@ Fault mode (docs/faults.md): make chosen calls fail on purpose, before the real 
                       ERROR: OOM, NOT_SUPPORTED, NOT_SUPPORTED_SHAPE, NOT_SUPPORTED_LAYOUT,
                       BAD_PARAM, INTERNAL_ERROR, EXECUTION_FAILED, NOT_INITIALIZED, any name
                       of cudaError_t, CUresult, cudnnStatus_t or ncclResult_t the calls can
-                      return (cudaErrorIllegalAddress, ncclSystemError, ...), or a number.
+                      return (cudaErrorIllegalAddress, ncclSystemError, ...), a number, or
+                      DELAY (with delay=TIME: the call waits, then runs). sticky: the device's
+                      context stays failed after the rule fires. rank=random picks one rank.
                       When: nth=N every=K first=N after=N at=N+N... p=P seed=S max=N.
                       Which: size>=BYTES problem=TEXT|0xHASH problem~REGEX engine=N device=N
-                      rank=N pid=N comm=NAME from=TIME until=TIME scope=process|thread name=ID
+                      rank=N|random pid=N comm=NAME from=TIME until=TIME scope=process|thread
+                      name=ID delay=TIME sticky
       --faults FILE   rules from a JSON file: {{"rules": [...], "mem_cap": "8GiB"}}
       --mem-cap CAP   device allocations fail with out-of-memory once the bytes live through
                       cuprobe's hooks would exceed CAP, and cudaMemGetInfo reports within it:

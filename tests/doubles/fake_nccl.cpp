@@ -88,6 +88,32 @@ FAKE_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   return ncclSuccess;
 }
 
+// The collectives: nothing is communicated; a communicator must exist.
+FAKE_EXPORT ncclResult_t ncclAllReduce(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t comm,
+                                       cudaStream_t) {
+  return comm == nullptr ? ncclInvalidArgument : ncclSuccess;
+}
+FAKE_EXPORT ncclResult_t ncclBroadcast(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t comm, cudaStream_t) {
+  return comm == nullptr ? ncclInvalidArgument : ncclSuccess;
+}
+FAKE_EXPORT ncclResult_t ncclReduce(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t comm,
+                                    cudaStream_t) {
+  return comm == nullptr ? ncclInvalidArgument : ncclSuccess;
+}
+FAKE_EXPORT ncclResult_t ncclAllGather(const void*, void*, size_t, ncclDataType_t, ncclComm_t comm, cudaStream_t) {
+  return comm == nullptr ? ncclInvalidArgument : ncclSuccess;
+}
+FAKE_EXPORT ncclResult_t ncclReduceScatter(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t comm,
+                                           cudaStream_t) {
+  return comm == nullptr ? ncclInvalidArgument : ncclSuccess;
+}
+FAKE_EXPORT ncclResult_t ncclSend(const void*, size_t, ncclDataType_t, int, ncclComm_t comm, cudaStream_t) {
+  return comm == nullptr ? ncclInvalidArgument : ncclSuccess;
+}
+FAKE_EXPORT ncclResult_t ncclRecv(void*, size_t, ncclDataType_t, int, ncclComm_t comm, cudaStream_t) {
+  return comm == nullptr ? ncclInvalidArgument : ncclSuccess;
+}
+
 #define FAKE_NCCL_CHECK(ret, name, sig, params, args, flags)         \
   static_assert(std::is_same_v<decltype(&::name), ret(*) params>, \
                 "fake_nccl.cpp: " #name " differs from the shim's hook table");

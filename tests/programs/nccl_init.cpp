@@ -1,8 +1,10 @@
 // Opens libnccl_user.so with dlopen (RTLD_LOCAL by default, RTLD_GLOBAL with "global") and runs
 // its communicator set-up: NCCL reached the way PyTorch reaches it, from a library that needs it.
+// `nccl_init LIB steps:N` runs N steps of collectives instead (nccl_user_steps).
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -13,6 +15,11 @@ int main(int argc, char** argv) {
   if (h == nullptr) {
     std::fprintf(stderr, "dlopen: %s\n", dlerror());
     return 10;
+  }
+  // "steps:N": a training loop's collectives instead (nccl_user_steps).
+  if (argc > 2 && std::strncmp(argv[2], "steps:", 6) == 0) {
+    auto steps = reinterpret_cast<int (*)(int)>(dlsym(h, "nccl_user_steps"));
+    return steps == nullptr ? 11 : steps(std::atoi(argv[2] + 6));
   }
   auto run = reinterpret_cast<int (*)()>(dlsym(h, "nccl_user_run"));
   if (run == nullptr) return 11;

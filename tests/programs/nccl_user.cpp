@@ -2,6 +2,7 @@
 // libnccl.so.2; opened by nccl_init with dlopen, RTLD_LOCAL (NCCL stays out of the global scope,
 // as under PyTorch) or RTLD_GLOBAL. It sets communicators up the way ProcessGroupNCCL does and
 // prints what each call returned.
+#include <chrono>
 #include <cstdio>
 
 #include "nccl_abi.h"
@@ -39,5 +40,23 @@ extern "C" __attribute__((visibility("default"))) int nccl_user_run() {
   for (ncclComm_t c : {pair, world, half, none, scalable, bad}) {
     if (c != nullptr) ncclCommDestroy(c);  // as ProcessGroupNCCL does at shutdown; LeakSanitizer
   }
+  return 0;
+}
+
+// A training loop's collectives (issue 32): the world (4 ranks, rank 3), then `steps` steps of an
+// allreduce of 1 Mi floats (a gradient bucket) and a 64 Ki-element allgather; prints each call's
+// result and how long it took, in milliseconds.
+extern "C" __attribute__((visibility("default"))) int nccl_user_steps(int steps) {
+  ncclComm_t world = nullptr;
+  if (ncclCommInitRankConfig(&world, 4, make_id(true), 3, nullptr) != ncclSuccess) return 12;
+  for (int i = 0; i < steps; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    int a = ncclAllReduce(nullptr, nullptr, 1 << 20, ncclFloat32, ncclSum, world, nullptr);
+    auto t1 = std::chrono::steady_clock::now();
+    int g = ncclAllGather(nullptr, nullptr, 1 << 16, ncclFloat32, world, nullptr);
+    std::printf("step %d allreduce %d %lld allgather %d\n", i, a,
+                static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(t1 - t0).count()), g);
+  }
+  ncclCommDestroy(world);
   return 0;
 }

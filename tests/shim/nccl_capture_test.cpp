@@ -99,6 +99,38 @@ TEST(NcclCapture, ASetUpFailsWithTheNcclErrorAFaultRuleNames) {
   EXPECT_FALSE(init[1].contains("injected"));
 }
 
+// Collectives (issue 32): recorded with their bytes, count, type and communicator; a rule fails a
+// chosen one by kind, count or size, or delays it (a hang for watchdog tests) and lets it run.
+TEST(NcclCapture, CollectivesAreRecordedAndFaultRulesFailOrDelayThem) {
+  std::vector<std::string> argv = {program("nccl_init"), program("libnccl_user.so"), "steps:4"};
+  std::string dir = fresh_dir("nccl-collectives");
+  RunResult r = record(dir, argv, {},
+                       {"--fault", "ncclAllReduce:ncclRemoteError,nth=2", "--fault",
+                        "ncclAllReduce|ncclAllGather:DELAY,delay=300ms,size>=4MiB,nth=3", "--fault",
+                        "ncclAllGather:ncclSystemError,size>=1MiB"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<std::string> lines;
+  for (size_t at = 0, nl; (nl = r.out.find('\n', at)) != std::string::npos; at = nl + 1)
+    lines.push_back(r.out.substr(at, nl - at));
+  ASSERT_EQ(lines.size(), 4u) << r.out;
+  EXPECT_EQ(lines[1].substr(0, 22), "step 1 allreduce 6 0 a") << lines[1];  // ncclRemoteError, no wait
+  // The third allreduce rule 2 saw (rule 1 took the second): step 3's, after 300 ms, then run.
+  int waited = -1, ret = -1;
+  ASSERT_EQ(std::sscanf(lines[3].c_str(), "step 3 allreduce %d %d", &ret, &waited), 2) << lines[3];
+  EXPECT_EQ(ret, 0);
+  EXPECT_GE(waited, 300);
+  for (const auto& l : lines) EXPECT_NE(l.find("allgather 0"), std::string::npos) << l;  // 256 KiB: below size>=1MiB
+  auto calls = of_type(dump(dir), "call", "ncclAllReduce");
+  ASSERT_EQ(calls.size(), 4u);
+  EXPECT_EQ(calls[0]["size"], 4u << 20);  // 1 Mi float32
+  EXPECT_EQ(calls[0]["count"], 1u << 20);
+  EXPECT_EQ(calls[0]["dtype"], 7);
+  EXPECT_EQ(calls[1]["injected"], "rule1");
+  EXPECT_EQ(calls[3]["injected"], "rule2");
+  EXPECT_EQ(calls[3]["ret"], 0);
+  EXPECT_EQ(of_type(dump(dir), "call", "ncclAllGather").size(), 4u);
+}
+
 TEST(NcclCapture, AnalyzeNamesTheProcessByItsNcclRankUnlessRankIsSet) {
   std::vector<std::string> argv = {program("nccl_init"), program("libnccl_user.so")};
   std::string dir = fresh_dir("nccl-analyze");
