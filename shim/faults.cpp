@@ -51,6 +51,7 @@ char g_cap_text[256];
 // real illegal address or ECC error makes the runtime do.
 int g_sticky_rule[faults::kCapDevices];
 int32_t g_sticky_code[faults::kCapDevices];
+bool g_rule_recorded[faults::kMaxRules];  // its FaultRule record is in the trace (faults_rank_known)
 bool g_rule_live[faults::kMaxRules];  // the rule's process filters (rank, pid, comm) hold here
 uint64_t g_k[kRuleSlots];             // matches per rule, scope=process
 uint64_t g_fired[kRuleSlots];         // injections per rule (for max=)
@@ -211,6 +212,7 @@ void faults_after_fork() {
     g_sid_rules = static_cast<uint64_t*>(map_zeroed(kSidSlots * sizeof(uint64_t)));
   }
   memset(g_live, 0, sizeof g_live);
+  memset(g_rule_recorded, 0, sizeof g_rule_recorded);  // the child's trace is new
   memset(g_sticky_rule, 0, sizeof g_sticky_rule);
   memset(g_sticky_code, 0, sizeof g_sticky_code);
   g_sticky_on = false;
@@ -249,11 +251,17 @@ void write_rule_record(uint32_t index, uint32_t scope, const char* name, const c
 void faults_rank_known() {
   for (int r = 0; r < g_plan.n; ++r) {
     const faults::Rule& rule = g_plan.rules[r];
-    if (rule.rank == -1 || __atomic_load_n(&g_rule_live[r], __ATOMIC_ACQUIRE)) continue;
-    if (!process_filters_hold(rule)) continue;
-    // Its record first, so that a trace with an injection by it names the rule.
-    write_rule_record(uint32_t(r), rule.scope, rule.name, rule.text);
-    __atomic_store_n(&g_rule_live[r], true, __ATOMIC_RELEASE);
+    if (rule.rank == -1) continue;
+    // Both ways: a point-to-point pair's communicator set up before the world's gave a rank that
+    // the world's (larger, so it counts) replaces.
+    bool live = process_filters_hold(rule);
+    bool was = __atomic_load_n(&g_rule_live[r], __ATOMIC_ACQUIRE);
+    if (live && !was && !__atomic_load_n(&g_rule_recorded[r], __ATOMIC_ACQUIRE)) {
+      // Its record first, so that a trace with an injection by it names the rule.
+      write_rule_record(uint32_t(r), rule.scope, rule.name, rule.text);
+      __atomic_store_n(&g_rule_recorded[r], true, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&g_rule_live[r], live, __ATOMIC_RELEASE);
   }
 }
 
@@ -263,6 +271,7 @@ void write_fault_records() {
   for (int r = 0; r < g_plan.n; ++r) {
     if (!__atomic_load_n(&g_rule_live[r], __ATOMIC_ACQUIRE)) continue;
     write_one(uint32_t(r), g_plan.rules[r].scope, g_plan.rules[r].name, g_plan.rules[r].text);
+    __atomic_store_n(&g_rule_recorded[r], true, __ATOMIC_RELEASE);
   }
   if (g_cap_on) write_one(uint32_t(kMemCapRule), faults::kScopeProcess, "mem-cap", g_cap_text);
   if (hdr != nullptr) {

@@ -209,6 +209,9 @@ TEST(Faults, RankRulesUseTheNcclRankWhereNoLauncherSaidOne) {
   Traced miss = record_with("fault-nccl-rank2", {"--fault", "ncclCommSplit:ncclRemoteError,rank=2"}, argv);
   EXPECT_EQ(miss.calls("ncclCommSplit")[0]["ret"], 0);
   EXPECT_TRUE(of_type(miss.lines, "fault_rule").empty());
+  // The point-to-point pair set up first made it rank 1 for a moment; the world's rank replaced it.
+  Traced pair = record_with("fault-nccl-rank1", {"--fault", "ncclCommSplit:ncclRemoteError,rank=1"}, argv);
+  EXPECT_EQ(pair.calls("ncclCommSplit")[0]["ret"], 0);
 }
 
 // sticky (issue 32): once the rule fires, the process's context is as if corrupted: every later
