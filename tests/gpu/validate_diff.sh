@@ -41,14 +41,6 @@ rec() { # NAME [env…] -- cuprobe record options…
   timeout 180 env "$@" >"$out/$name.out" 2>&1
   echo "rc $? $(grep -o 'steady[^,]*' "$out/$name.out" | tail -1)" >>"$log"
 }
-rec A "$cp" record -q -o "$work/A" -- python3 "$repo/tests/gpu/budget/fixed.py" resnet50
-rec A2 "$cp" record -q -o "$work/A2" -- python3 "$repo/tests/gpu/budget/fixed.py" resnet50
-rec OFF SCENARIO_CUDNN_BENCHMARK=0 "$cp" record -q -o "$work/OFF" -- python3 "$repo/tests/gpu/budget/fixed.py" resnet50
-rec B32 BATCH=32 "$cp" record -q -o "$work/B32" -- python3 "$repo/tests/gpu/budget/fixed.py" resnet50
-rec EXP PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$cp" record -q -o "$work/EXP" -- python3 "$repo/tests/gpu/budget/fixed.py" resnet50
-timeout 60 "$cp" plans export -o "$out/A.plans.json" "$work/A" >>"$log" 2>&1
-rec PIN "$cp" record -q -o "$work/PIN" --pin-plans "$out/A.plans.json" -- python3 "$repo/tests/gpu/budget/fixed.py" resnet50
-
 first_cause() { # the first cause of a cuprobe-diff/1 file, one line
   python3 -c '
 import json, sys
@@ -59,14 +51,15 @@ print("step %.2f -> %.2f ms, peak %+.0f MiB, %d causes, unattributed %s; first: 
     1e3 * (st["a_s"] or 0), 1e3 * (st["b_s"] or 0), (d["peak_memory"]["delta"] or 0) / 2**20, len(c),
     d["unattributed_s_per_step"], (c[0]["kind"] + ": " + c[0]["what"]) if c else "none"))' "$1"
 }
-for b in A2 OFF B32 EXP PIN; do
-  step "diff A $b"
-  timeout 120 "$cp" diff "$work/A" "$work/$b" >"$out/diff-A-$b.txt" 2>&1
+diff_a() { # X: A against X, text and JSON, as soon as X is recorded (a run cut short keeps what it has)
+  step "diff A $1"
+  timeout 120 "$cp" diff "$work/A" "$work/$1" >"$out/diff-A-$1.txt" 2>&1
   echo "rc $?" >>"$log"
-  timeout 120 "$cp" diff --json "$work/A" "$work/$b" >"$out/diff-A-$b.json" 2>>"$log"
-  first_cause "$out/diff-A-$b.json" >>"$log" 2>&1
-done
-
+  timeout 120 "$cp" diff --json "$work/A" "$work/$1" >"$out/diff-A-$1.json" 2>>"$log"
+  first_cause "$out/diff-A-$1.json" >>"$log" 2>&1
+}
+rec A "$cp" record -q -o "$work/A" -- python3 "$repo/tests/gpu/budget/fixed.py" resnet50
+timeout 60 "$cp" plans export -o "$out/A.plans.json" "$work/A" >>"$log" 2>&1
 step "library versions the shim recorded (A; drift-benchmark's ranks below)"
 versions() {
   timeout 120 "$cp" dump "$1" 2>/dev/null | python3 -c '
@@ -77,6 +70,17 @@ for line in sys.stdin:
         print(j.get("pid"), j.get("rank"), j.get("library_versions"), "cuda_driver", j.get("cuda_driver_version"))'
 }
 versions "$work/A" >>"$log" 2>&1
+rec OFF SCENARIO_CUDNN_BENCHMARK=0 "$cp" record -q -o "$work/OFF" -- python3 "$repo/tests/gpu/budget/fixed.py" resnet50
+diff_a OFF
+rec A2 "$cp" record -q -o "$work/A2" -- python3 "$repo/tests/gpu/budget/fixed.py" resnet50
+diff_a A2
+rec B32 BATCH=32 "$cp" record -q -o "$work/B32" -- python3 "$repo/tests/gpu/budget/fixed.py" resnet50
+diff_a B32
+rec EXP PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$cp" record -q -o "$work/EXP" -- python3 "$repo/tests/gpu/budget/fixed.py" resnet50
+diff_a EXP
+rec PIN "$cp" record -q -o "$work/PIN" --pin-plans "$out/A.plans.json" -- python3 "$repo/tests/gpu/budget/fixed.py" resnet50
+diff_a PIN
+
 
 step "a plan file against a run: A's plans against PIN's (pinned: the same) and OFF's"
 timeout 120 "$cp" diff "$out/A.plans.json" "$work/PIN" >"$out/diff-plans-A-PIN.txt" 2>&1
