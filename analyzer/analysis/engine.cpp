@@ -138,6 +138,55 @@ json process_json(const ProcessFacts& p, bool launcher) {
           {"launcher", launcher}};
 }
 
+// After an injected fault (issue 32): the first injection in the job (which process, call and
+// rule, when), and how each process that did work ended, with how long after it — what a chaos
+// test asks of a job (did the other ranks stop, were they killed, did the agent start new ones).
+// null when nothing was injected.
+json chaos_json(const AllFacts& all, bool job_did_work) {
+  const ProcessFacts* first = nullptr;
+  const InjectedFault* fault = nullptr;
+  uint64_t first_wall = UINT64_MAX;
+  for (const ProcessFacts& p : all.processes) {
+    for (const InjectedFault& f : p.injected) {
+      uint64_t w = p.trace->wall_ns(f.ts_ns);
+      if (w < first_wall) {
+        first_wall = w;
+        first = &p;
+        fault = &f;
+      }
+    }
+  }
+  if (first == nullptr) return nullptr;
+  std::string rule;
+  for (const FaultRuleFacts& r : first->fault_rules) {
+    if (r.index == fault->rule) rule = r.name;
+  }
+  json ends = json::array();
+  for (const ProcessFacts& p : all.processes) {
+    if (is_launcher(p, job_did_work) || !p.did_work) continue;
+    const reader::Trace& t = *p.trace;
+    uint64_t start = t.wall_ns(p.first_ns), end = t.wall_ns(p.last_ns);
+    std::string how = t.state() == trace::FileState::kSignaled    ? fmt::format("killed by signal {}", t.end_signal())
+                      : t.state() == trace::FileState::kExited    ? "exited"
+                      : t.state() == trace::FileState::kExeced    ? "replaced itself (exec)"
+                      : t.state() == trace::FileState::kRecording ? "ended without a word (SIGKILL, or still running)"
+                                                                  : reader::name_of(t.state());
+    ends.push_back({{"process", process_label(p)},
+                    {"rank", p.rank},
+                    {"ended", how},
+                    {"injected", p.injected.size()},
+                    {"started_after_s", start > first_wall ? json(double(start - first_wall) / 1e9) : json(nullptr)},
+                    {"after_s", end >= first_wall ? double(end - first_wall) / 1e9 : -double(first_wall - end) / 1e9}});
+  }
+  return {{"first_injection",
+           {{"process", process_label(*first)},
+            {"rank", first->rank},
+            {"api", fault->api},
+            {"rule", rule},
+            {"ret", fault->ret}}},
+          {"ends", ends}};
+}
+
 json summarize(const AllFacts& all) {
   std::set<std::string> hosts;
   std::set<int> ranks;
@@ -221,6 +270,7 @@ json summarize(const AllFacts& all) {
              return out;
            }()},
           {"per_process", processes},
+          {"chaos", chaos_json(all, job_did_work)},
           {"rank_groups", rank_groups(all.processes, processes)}};
 }
 
@@ -577,6 +627,23 @@ void print_report(const Report& raw, bool color, FILE* out, bool per_rank) {
           f["memory_cap"].get<bool>() ? "memory cap " + f["text"].get<std::string>() : f["text"].get<std::string>(),
           aimed, f["matched"].get<uint64_t>(), f["injected"].get<uint64_t>(),
           next.empty() ? "" : "; then the application: " + next);
+    }
+  }
+  if (const json& c = s["chaos"]; c.is_object()) {
+    const json& f = c["first_injection"];
+    fmt::print(out, "    after the first injection ({} on {}, rule {}, returned {}), the processes ended:\n",
+               f["api"].get<std::string>(), f["process"].get<std::string>(), f["rule"].get<std::string>(),
+               f["ret"].get<int>());
+    for (const auto& e : c["ends"]) {
+      double after = e["after_s"].get<double>();
+      std::string when = e["started_after_s"].is_number()
+                             ? fmt::format("started {:.1f} s after it, ended {:.1f} s after it",
+                                           e["started_after_s"].get<double>(), after)
+                         : after >= 0 ? fmt::format("{:.1f} s after it", after)
+                                      : fmt::format("{:.1f} s before it", -after);
+      fmt::print(
+          out, "      {}: {}, {}{}\n", e["process"].get<std::string>(), e["ended"].get<std::string>(), when,
+          e["injected"].get<uint64_t>() ? fmt::format(" ({} injected here)", e["injected"].get<uint64_t>()) : "");
     }
   }
   for (const auto& w : r.warnings) fmt::print(out, "  {} {}\n", paint("33", "note:"), w);

@@ -184,8 +184,20 @@ TEST(Faults, RandomRankAimsAtOneRankOfTheJob) {
   json rule = a["summary"]["faults"][0];
   EXPECT_EQ(rule["ranks"], json::array({aimed})) << rule;
   EXPECT_EQ(rule["injected"], 1) << rule;
+  // How the job went on after it: the first injection (where, what) and how each rank ended.
+  const json& chaos = a["summary"]["chaos"];
+  EXPECT_EQ(chaos["first_injection"]["rank"], aimed) << chaos;
+  EXPECT_EQ(chaos["first_injection"]["api"], "cudaMalloc") << chaos;
+  EXPECT_EQ(chaos["first_injection"]["ret"], 2) << chaos;
+  ASSERT_EQ(chaos["ends"].size(), 4u) << chaos;
+  for (const auto& e : chaos["ends"]) {
+    EXPECT_EQ(e["ended"], "exited") << e;
+    EXPECT_EQ(e["injected"], e["rank"] == aimed ? 1 : 0) << e;
+  }
   RunResult text = run({cuprobe_bin(), "analyze", job});
   EXPECT_NE(text.out.find("in force on rank " + std::to_string(aimed) + ":"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("after the first injection (cudaMalloc on rank " + std::to_string(aimed)), std::string::npos)
+      << text.out;
   // Without a seed, record picks one and writes it into the rule the processes get.
   Traced picked = probe("fault-random-seed", {"--fault", "alloc:OOM,rank=random"}, {"malloc:10"},
                         {{"RANK", "0"}, {"WORLD_SIZE", "1"}});
