@@ -696,6 +696,20 @@ inline constexpr const char* kPageTail = R"PAGE(</script>
     }), [0, 0, 0, 1, 1, 1]);
     t.classList.add('faults-table');
     sec.appendChild(wrap(t));
+    // How the job went on (summary.chaos): the first injection, and how each process ended after it.
+    var C = S.chaos;
+    if (C && C.first_injection) {
+      var f0 = C.first_injection;
+      sec.appendChild(el('h3', { text: 'How the processes ended' }));
+      sec.appendChild(el('p', { cls: 'note', text: 'After the first injection: ' + f0.api + ' on ' + f0.process + ', rule ' + f0.rule + ', returned ' + f0.ret + '.' }));
+      var ends = table(['process', 'ended', 'when', 'injected here'], (C.ends || []).map(function (e) {
+        var when = e.started_after_s != null ? 'started ' + e.started_after_s.toFixed(1) + ' s after it, ended ' + e.after_s.toFixed(1) + ' s after it'
+          : (e.after_s >= 0 ? e.after_s.toFixed(1) + ' s after it' : (-e.after_s).toFixed(1) + ' s before it');
+        return [e.process, e.ended, when, num(e.injected)];
+      }), [0, 0, 0, 1]);
+      ends.classList.add('chaos-table');
+      sec.appendChild(wrap(ends));
+    }
   }
 
   function renderAggregated(d) {

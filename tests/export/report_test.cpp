@@ -272,6 +272,23 @@ json embedded(const std::string& html) {
   return json::parse(html.substr(at, html.find("</script>", at) - at));
 }
 
+// Fault mode (issue 32): the plan, the injected calls, and how the processes ended after the first.
+TEST(ReportHtml, InjectedFaultsShowHowTheProcessesEnded) {
+  std::string run_dir = fresh_dir("report-chaos") + "/run";
+  ASSERT_EQ(record(run_dir, {program("fault_probe"), "malloc:10", "malloc:10", "sync"}, shim_env(),
+                   {"-q", "--fault", "alloc:cudaErrorIllegalAddress,nth=2,sticky"})
+                .status,
+            0);
+  std::string page = write_report({run_dir}, "chaos");
+  Dom dom = open_in_chromium(page, "chaos");
+  ASSERT_NE(dom.html.find("data-rendered=\"ok\""), std::string::npos) << section(dom.html, "errors", "</ul>");
+  std::string faults = section(dom.html, "faults");
+  EXPECT_NE(faults.find("faults-table"), std::string::npos) << faults;
+  EXPECT_NE(faults.find("chaos-table"), std::string::npos) << faults;
+  EXPECT_NE(faults.find("After the first injection: cudaMalloc on "), std::string::npos) << faults;
+  EXPECT_NE(faults.find("exited"), std::string::npos) << faults;
+}
+
 TEST(ReportHtml, ComparedWithAnotherRunAsDiffSaysIt) {
   const Env engines = {{"FAKECUDNN_ENGINE_US", "0:300,1:200,2:100,3:400,4:500,5:600,6:700,7:800"}};
   std::string a = fresh_dir("report-cmp-a") + "/run", b = fresh_dir("report-cmp-b") + "/run";
