@@ -274,7 +274,7 @@ std::string device_name(const reader::Trace& t, int device) {
 
 // The plans the runs' selections ended on.
 size_t plans_of_runs(const std::vector<std::string>& runs, std::map<decltype(Plan().key()), Plan>& plans,
-                     std::vector<std::string>& warnings, size_t* pinned_skipped) {
+                     std::vector<std::string>& warnings, size_t* pinned_skipped, bool include_pinned = false) {
   size_t found = 0;
   for (const auto& run : runs) {
     auto traces = reader::open_all({run}, &warnings);
@@ -297,7 +297,7 @@ size_t plans_of_runs(const std::vector<std::string>& runs, std::map<decltype(Pla
       int64_t cudnn = prop == t->properties().end() ? 0 : prop->second;
       for (const auto& s : f.searches) {
         if (s.winner < 0 || s.problem_hash == 0 || s.winner >= int(s.candidates.size())) continue;
-        if (pinned.count(s.problem_hash)) {
+        if (pinned.count(s.problem_hash) && !include_pinned) {
           ++*pinned_skipped;
           continue;
         }
@@ -460,7 +460,8 @@ int plans_show(const Args& args) {
 Result<json> exported_plans(const std::vector<std::string>& runs, std::vector<std::string>* warnings) {
   std::map<decltype(Plan().key()), Plan> plans;
   size_t pinned_skipped = 0;
-  plans_of_runs(runs, plans, *warnings, &pinned_skipped);
+  // What the run ran, pinned selections included (an export leaves them out: they are not sources).
+  plans_of_runs(runs, plans, *warnings, &pinned_skipped, true);
   if (plans.empty()) return Error{no_plans_text(runs, pinned_skipped)};
   return plan_document(runs, plans);
 }

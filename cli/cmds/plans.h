@@ -10,8 +10,9 @@
 
 namespace cuprobe::cli {
 
-// The plan file `cuprobe plans export RUNS` would write (format cuprobe-plans/1), in memory; notes
-// on unreadable inputs go to *warnings; an error when the runs hold no plan selection.
+// The plans the runs ran as `cuprobe plans export RUNS` writes them (format cuprobe-plans/1), in
+// memory, pinned selections included (an export leaves those out); notes on unreadable inputs go
+// to *warnings; an error when the runs hold no plan selection.
 Result<nlohmann::json> exported_plans(const std::vector<std::string>& runs, std::vector<std::string>* warnings);
 
 }  // namespace cuprobe::cli
