@@ -267,13 +267,12 @@ void faults_rank_known() {
 
 void write_fault_records() {
   trace::FileHeader* hdr = trace_header();
-  auto write_one = write_rule_record;
   for (int r = 0; r < g_plan.n; ++r) {
     if (!__atomic_load_n(&g_rule_live[r], __ATOMIC_ACQUIRE)) continue;
-    write_one(uint32_t(r), g_plan.rules[r].scope, g_plan.rules[r].name, g_plan.rules[r].text);
+    write_rule_record(uint32_t(r), g_plan.rules[r].scope, g_plan.rules[r].name, g_plan.rules[r].text);
     __atomic_store_n(&g_rule_recorded[r], true, __ATOMIC_RELEASE);
   }
-  if (g_cap_on) write_one(uint32_t(kMemCapRule), faults::kScopeProcess, "mem-cap", g_cap_text);
+  if (g_cap_on) write_rule_record(uint32_t(kMemCapRule), faults::kScopeProcess, "mem-cap", g_cap_text);
   if (hdr != nullptr) {
     for (int r = 0; r < kRuleSlots; ++r) {
       __atomic_fetch_add(&hdr->fault_matched[r], __atomic_exchange_n(&g_local_matched[r], 0, __ATOMIC_RELAXED),
