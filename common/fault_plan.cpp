@@ -59,19 +59,20 @@ const ShortName kErrors[] = {
 // Each library's status enum, every name (common/error_names.h, generated from the vendor headers).
 struct Family {
   trace::Library lib;
+  const char* word;  // "CUDA runtime"
   const char* what;  // "CUDA runtime calls return cudaError_t"
   const errors::ErrorName* names;
   size_t n;
 };
 template <size_t N>
-constexpr Family family(trace::Library lib, const char* what, const errors::ErrorName (&names)[N]) {
-  return Family{lib, what, names, N};
+constexpr Family family(trace::Library lib, const char* word, const char* what, const errors::ErrorName (&names)[N]) {
+  return Family{lib, word, what, names, N};
 }
 const Family kFamilies[] = {
-    family(trace::Library::kCudart, "CUDA runtime calls return cudaError_t", errors::kCudartErrors),
-    family(trace::Library::kDriver, "driver calls return CUresult", errors::kDriverErrors),
-    family(trace::Library::kCudnn, "cuDNN calls return cudnnStatus_t", errors::kCudnnStatuses),
-    family(trace::Library::kNccl, "NCCL calls return ncclResult_t", errors::kNcclResults),
+    family(trace::Library::kCudart, "CUDA runtime", "CUDA runtime calls return cudaError_t", errors::kCudartErrors),
+    family(trace::Library::kDriver, "driver", "driver calls return CUresult", errors::kDriverErrors),
+    family(trace::Library::kCudnn, "cuDNN", "cuDNN calls return cudnnStatus_t", errors::kCudnnStatuses),
+    family(trace::Library::kNccl, "NCCL", "NCCL calls return ncclResult_t", errors::kNcclResults),
 };
 
 const Family* family_of(trace::Library lib) {
@@ -462,27 +463,11 @@ class RuleParser {
       fail(err_, cap_,
            "fault rule %d ('%s'): %s calls (%s) cannot return %.*s: %s (%s, ... %zu names in all, "
            "docs/faults.md), or a short name they have, or a number",
-           index_ + 1, where_, library_word(sl.lib), api, int(error.len()), error.b, f != nullptr ? f->what : "", some,
-           f != nullptr ? f->n - 1 : size_t(0));
+           index_ + 1, where_, f != nullptr ? f->word : "these", api, int(error.len()), error.b,
+           f != nullptr ? f->what : "", some, f != nullptr ? f->n - 1 : size_t(0));
       return false;
     }
     return true;
-  }
-
-  static const char* library_word(trace::Library lib) {
-    switch (lib) {
-      case trace::Library::kCudart:
-        return "CUDA runtime";
-      case trace::Library::kDriver:
-        return "driver";
-      case trace::Library::kCudnn:
-        return "cuDNN";
-      case trace::Library::kNccl:
-        return "NCCL";
-      case trace::Library::kTorch:
-        return "PyTorch";
-    }
-    return "these";
   }
 
   // KEY OP VALUE: the keys with an operator of their own (size>=, problem~), then KEY=VALUE.
@@ -627,7 +612,7 @@ class RuleParser {
     } else {
       return bad(
           "unknown key; keys: name, nth, every, first, after, at, p, seed, max, sticky, size>=, problem=, problem~, "
-          "engine, device, rank, pid, comm, from, until, scope");
+          "engine, device, rank, pid, comm, delay, from, until, scope");
     }
     return true;
   }
