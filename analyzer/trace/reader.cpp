@@ -76,10 +76,27 @@ void Clock::init(trace::ClockKind kind, double hint, std::vector<std::pair<uint6
   // Keep anchors at least 1 ms apart whose ticks and nanoseconds both increase: each pair is
   // read with a few tens of nanoseconds between its two halves, which would bend the line
   // between anchors that are close together.
-  for (const auto& a : anchors) {
+  // The last anchor (the run's end, when it ended normally) is kept whatever its distance: a
+  // call just before the end must not be put after it by a rate extrapolated from earlier
+  // anchors (a CI run put three calls 0.5 us past the end of a 1 ms process that way); it
+  // takes the place of a kept anchor closer than 1 ms to it, unless that is the first.
+  auto increases = [&](const std::pair<uint64_t, uint64_t>& a) {
+    return a.first > anchors_.back().first && a.second > anchors_.back().second;
+  };
+  for (size_t i = 0; i < anchors.size(); ++i) {
+    const auto& a = anchors[i];
     if (a.first == 0 && a.second == 0) continue;
-    if (!anchors_.empty() && (a.first <= anchors_.back().first || a.second < anchors_.back().second + 1000000)) continue;
-    anchors_.push_back(a);
+    if (anchors_.empty()) {
+      anchors_.push_back(a);
+      continue;
+    }
+    if (!increases(a)) continue;
+    if (a.second >= anchors_.back().second + 1000000) {
+      anchors_.push_back(a);
+    } else if (i + 1 == anchors.size()) {
+      if (anchors_.size() > 1) anchors_.pop_back();
+      anchors_.push_back(a);
+    }
   }
   if (anchors_.size() >= 2) {
     rate_ = double(anchors_.back().first - anchors_.front().first) /

@@ -73,6 +73,27 @@ TEST(Clock, OneAnchorUsesTheCalibratedRate) {
   EXPECT_EQ(c.to_ns(4000), 2000u);
 }
 
+TEST(Clock, TheLastAnchorIsKeptHoweverCloseSoNoCallEndsAfterTheRun) {
+  // A process of 0.6 ms: start and end anchors only, the calibrated rate (2.0) slightly off the
+  // true one (2.01). The end anchor must be exact, or calls just before it land after the end.
+  reader::Clock c;
+  const uint64_t end_ticks = 1000 + 1'206'000;
+  c.init(trace::ClockKind::kX86Tsc, 2.0, {{1000, 5'000'000}, {end_ticks, 5'600'000}});
+  EXPECT_EQ(c.to_ns(end_ticks), 5'600'000u);
+  EXPECT_LE(c.to_ns(end_ticks - 10), 5'600'000u);
+  // With a chunk anchor 1.2 ms in and the end 0.3 ms later: the end replaces the chunk anchor.
+  reader::Clock d;
+  d.init(trace::ClockKind::kX86Tsc, 2.0,
+         {{1000, 5'000'000}, {1000 + 2'412'000, 6'200'000}, {1000 + 3'015'000, 6'500'000}});
+  EXPECT_EQ(d.to_ns(1000 + 3'015'000), 6'500'000u);
+  EXPECT_EQ(d.to_ns(1000), 5'000'000u);
+  // An end anchor that goes backwards is not kept.
+  reader::Clock e;
+  e.init(trace::ClockKind::kX86Tsc, 2.0,
+         {{1000, 5'000'000}, {1000 + 4'000'000, 7'000'000}, {1000 + 4'000'100, 6'999'000}});
+  EXPECT_EQ(e.to_ns(1000 + 4'000'000), 7'000'000u);
+}
+
 // Builds a minimal trace: header, one meta chunk with an API table, one thread chunk.
 class HandBuiltTrace : public ::testing::Test {
  protected:
