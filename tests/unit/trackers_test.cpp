@@ -271,6 +271,52 @@ TEST(Trackers, TheCallThatBeginsTheSecondStepIsNotItsChurn) {
   EXPECT_EQ(f.steady_alloc_bytes, kGiB);
 }
 
+// cudnn.benchmark off through the backend API (PyTorch's heuristic path): the operation graph
+// finalized, the heuristics' first plan built and run; later steps run the cached plan.
+std::string heuristic_selection(uint64_t ts_ms, const char* hash, int64_t plan) {
+  std::string problem = fmt::format(R"("problem": "conv_fwd {}", "problem_hash": "{}")", hash, hash);
+  return call("cudnnBackendFinalize", ts_ms, 0, fmt::format(R"("desc": {}, "kind": 15, {})", plan + 1000, problem)) +
+         call("cudnnBackendFinalize", ts_ms, 0,
+              fmt::format(R"("desc": {}, "kind": 5, "engine": 7, "knobs": "k=1", {})", plan, problem)) +
+         call("cudnnBackendExecute", ts_ms + 1, 0,
+              fmt::format(R"("plan": {}, "engine": 7, "knobs": "k=1", {})", plan, problem));
+}
+std::string backend_run(uint64_t ts_ms, const char* hash, int64_t plan) {
+  return call("cudnnBackendExecute", ts_ms, 0,
+              fmt::format(R"("plan": {}, "engine": 7, "knobs": "k=1", "problem": "conv_fwd {}", "problem_hash": "{}")",
+                          plan, hash, hash));
+}
+
+TEST(Trackers, BenchmarkOffStepsBeginAtTheFirstLayerNotAtALayerThatRecursWithinAStep) {
+  // A ResNet-like step of 100 ms: layers A, B, C, B again (a repeated block: its plan is cached),
+  // D. The first step selects each new problem by heuristics; the next four run cached plans.
+  // Steps begin at A: 1000 (where A's selection began), 1100, 1200, 1300, 1400 ms.
+  std::string text = process_line(2000 * kMs);
+  text += heuristic_selection(1000, "0xa1", 1);
+  text += heuristic_selection(1010, "0xb2", 2);
+  text += heuristic_selection(1020, "0xc3", 3);
+  text += backend_run(1030, "0xb2", 2);
+  text += heuristic_selection(1040, "0xd4", 4);
+  for (uint64_t step = 1; step < 5; ++step) {
+    uint64_t t = 1000 + step * 100;
+    text += backend_run(t, "0xa1", 1);
+    text += backend_run(t + 10, "0xb2", 2);
+    text += backend_run(t + 20, "0xc3", 3);
+    text += backend_run(t + 30, "0xb2", 2);
+    text += backend_run(t + 40, "0xd4", 4);
+  }
+  text += call("cudaDeviceSynchronize", 2000, 0, "", 1, 0);
+  auto trace = read(text);
+  ASSERT_TRUE(trace);
+  ProcessFacts f = gather_facts(*trace, FactOptions{});
+  EXPECT_EQ(f.steps, 5u);
+  EXPECT_EQ(f.step_starts, (std::vector<uint64_t>{1000 * kMs, 1100 * kMs, 1200 * kMs, 1300 * kMs, 1400 * kMs}));
+  EXPECT_EQ(f.second_pass_ns, 1100 * kMs);
+  // Each selection is a heuristic one that chose the plan it ran.
+  ASSERT_EQ(f.searches.size(), 4u);
+  for (const auto& s : f.searches) EXPECT_FALSE(s.benchmark()) << s.problem;
+}
+
 TEST(Trackers, WarmupEndsAfterTheFirstPartOfTheRunWithoutSteps) {
   auto trace = read(process_line(2000 * kMs) + call("cudaDeviceSynchronize", 1000, 0) +
                     call("cudaDeviceSynchronize", 2000, 0, "", 1, 0));

@@ -2,11 +2,32 @@
 #include "analysis/trackers/warmup.h"
 
 #include "analysis/problem_access.h"
+#include "trace/problem_view.h"
 
 namespace cuprobe::analysis {
 
-WarmupTracker::WarmupTracker(const reader::Trace& trace, const SearchesTracker& searches, const FactOptions& options)
-    : trace_(trace), searches_(searches), warmup_fraction_(options.warmup_fraction), span_end_(trace.last_event_ns()) {}
+WarmupTracker::WarmupTracker(const reader::Trace& trace, SearchesTracker& searches, const FactOptions& options)
+    : trace_(trace), searches_(searches), warmup_fraction_(options.warmup_fraction), span_end_(trace.last_event_ns()) {
+  searches.on_search([this](const reader::SearchRecord& r) { on_selection(r); });
+}
+
+uint64_t WarmupTracker::layer(uint64_t hash, const reader::Problem* problem) {
+  auto known = layers_.find(hash);
+  if (known == layers_.end()) known = layers_.emplace(hash, problem ? reader::layer_key(*problem) : 1).first;
+  return known->second;
+}
+
+// A backend selection without timing (cudnn.benchmark off: the heuristics' first plan that
+// works) ran its plan inside the selection, where on_run did not count it: without this, the
+// first layer of a benchmark-off job would never be seen as such, and a layer that recurs
+// within a step (ResNet's repeated blocks run one cached plan several times a step) would mark
+// the steps instead (seen on an H100: 0.50 ms "steps" for a 19 ms ResNet-50 step).
+void WarmupTracker::on_selection(const reader::SearchRecord& r) {
+  if (r.benchmark() || !r.backend() || r.winner < 0 || r.problem_hash == 0) return;
+  const auto& w = r.candidates[size_t(r.winner)];
+  if (w.executions == 0 || w.exec_status != 0) return;
+  steps_.on_layer(layer(r.problem_hash, r.problem_info), r.start_ns);
+}
 
 void WarmupTracker::on_job_start(const reader::Event& e) {
   job_start_ = e.ts_ns;

@@ -56,8 +56,10 @@ class StepDetector {
 
 class WarmupTracker {
  public:
-  // `searches`: a plan's executions while its problem's selection is open are candidates, not steps.
-  WarmupTracker(const reader::Trace& trace, const SearchesTracker& searches, const FactOptions& options);
+  // `searches`: a plan's executions while its problem's selection is open are candidates, not
+  // steps; a heuristic selection's chosen plan ran where the selection began, which is known once
+  // it closes (before the next problem runs), and is a run of its layer from there.
+  WarmupTracker(const reader::Trace& trace, SearchesTracker& searches, const FactOptions& options);
   void on_event(const reader::Event& e, const ApiView& v) {
     second_pass_before_ = steps_.second_pass_ns();
     if (first_ == UINT64_MAX) first_ = e.ts_ns;
@@ -87,6 +89,8 @@ class WarmupTracker {
 
   void on_job_start(const reader::Event& e);
   void on_run(const reader::Event& e, const ApiView& v);
+  void on_selection(const reader::SearchRecord& r);
+  uint64_t layer(uint64_t hash, const reader::Problem* problem);
 
   const reader::Trace& trace_;
   const SearchesTracker& searches_;
