@@ -380,7 +380,12 @@ bool fault_decide(ApiId api, trace::Library lib, const FaultCtx& c, FaultHit* hi
                 : lib == trace::Library::kNccl   ? rule.nccl_code
                                                  : rule.cudart_code;
     hit->delay_ns = rule.delay_ns;
-    if (rule.delay_only) hit->code = 0;
+    if (rule.delay_only) {
+      // DELAY: the call waits, then runs as usual, so the memory cap still weighs it below (a
+      // delayed allocation once went past the cap); a refusal keeps the wait.
+      hit->code = 0;
+      break;
+    }
     if (rule.sticky && c.device >= 0 && c.device < faults::kCapDevices) {
       int32_t runtime = rule.cudart_code != 0 ? rule.cudart_code : rule.driver_code;
       int unset = 0;
@@ -392,9 +397,10 @@ bool fault_decide(ApiId api, trace::Library lib, const FaultCtx& c, FaultHit* hi
     }
     return true;
   }
-  if (!c.cap_checked || !g_cap_on) return false;
+  const bool delayed = hit->rule >= 0;
+  if (!c.cap_checked || !g_cap_on) return delayed;
   uint64_t cap = cap_bytes(c.device);
-  if (cap == 0) return false;
+  if (cap == 0) return delayed;
   uint64_t k = __atomic_add_fetch(&g_k[kMemCapRule], 1, __ATOMIC_RELAXED);
   add_counter(matched, g_local_matched, kMemCapRule);
   uint64_t live = __atomic_add_fetch(&g_live[c.device], c.size, __ATOMIC_RELAXED);
@@ -407,7 +413,7 @@ bool fault_decide(ApiId api, trace::Library lib, const FaultCtx& c, FaultHit* hi
     return true;
   }
   hit->cap_device = c.device;
-  return false;
+  return delayed;
 }
 
 void cap_settle(const FaultHit& hit, uint64_t size, bool ok, const void* ptr) {

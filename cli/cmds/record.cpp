@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -504,8 +505,20 @@ struct RunTotals {
   uint64_t missing = 0;
   uint64_t rejected = 0;
   int unfinished = 0;
-  std::map<std::string, uint64_t> injected;  // by fault rule
+  std::map<std::string, uint64_t> injected;  // by fault rule: calls failed on purpose
+  std::map<std::string, uint64_t> delayed;   // by DELAY rule: calls held, then run as usual
 };
+
+// Whether a rule's text (as the trace keeps it) is a DELAY rule: its calls waited and then ran;
+// none failed.
+bool delay_only_rule(const std::string& text) {
+  auto plan = std::make_unique<faults::Plan>();
+  char err[256];
+  if (!faults::parse_plan(text.c_str(), plan.get(), err, sizeof err)) return false;
+  bool delay = plan->n == 1 && plan->rules[0].delay_only;
+  faults::free_plan(plan.get());
+  return delay;
+}
 
 RunTotals sum_traces(const std::vector<std::string>& files) {
   RunTotals s;
@@ -524,7 +537,13 @@ RunTotals sum_traces(const std::vector<std::string>& files) {
     if ((*t)->coverage().overwritten()) ++s.ringed;
     s.missing += (*t)->stat(trace::kStatMissingSymbols);
     s.rejected += (*t)->stat(trace::kStatFaultPlanRejected);
-    for (const auto& r : (*t)->fault_rules()) s.injected[r.name] += r.injected;
+    for (const auto& r : (*t)->fault_rules()) {
+      if (!r.is_mem_cap() && r.injected && delay_only_rule(r.text)) {
+        s.delayed[r.name] += r.injected;
+      } else {
+        s.injected[r.name] += r.injected;
+      }
+    }
     if ((*t)->state() == trace::FileState::kRecording) ++s.unfinished;
   }
   return s;
@@ -545,14 +564,24 @@ void report_totals(const RunTotals& s) {
   if (s.missing) fmt::print(stderr, "cuprobe: warning: {} calls found no real function to forward to\n", s.missing);
   if (s.rejected) fmt::print(stderr, "cuprobe: warning: {} process{} refused the fault plan; nothing was injected there\n",
                              s.rejected, s.rejected == 1 ? "" : "es");
+  auto per_rule = [](const std::map<std::string, uint64_t>& by_rule, uint64_t* total) {
+    std::string text;
+    for (const auto& [name, n] : by_rule) {
+      *total += n;
+      text += fmt::format("{}{} {}", text.empty() ? "" : ", ", name, n);
+    }
+    return text;
+  };
   if (!s.injected.empty()) {
     uint64_t total = 0;
-    std::string per_rule;
-    for (const auto& [name, n] : s.injected) {
-      total += n;
-      per_rule += fmt::format("{}{} {}", per_rule.empty() ? "" : ", ", name, n);
-    }
-    fmt::print(stderr, "cuprobe: fault mode: {} call{} failed on purpose ({})\n", total, total == 1 ? "" : "s", per_rule);
+    std::string text = per_rule(s.injected, &total);
+    fmt::print(stderr, "cuprobe: fault mode: {} call{} failed on purpose ({})\n", total, total == 1 ? "" : "s", text);
+  }
+  if (!s.delayed.empty()) {
+    uint64_t total = 0;
+    std::string text = per_rule(s.delayed, &total);
+    fmt::print(stderr, "cuprobe: fault mode: {} call{} held on purpose, then run as usual ({})\n", total,
+               total == 1 ? "" : "s", text);
   }
   if (s.unfinished) {
     fmt::print(stderr, "cuprobe: note: {} process{} ended without a clean exit (killed, _exit, or still running); "

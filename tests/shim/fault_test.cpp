@@ -291,6 +291,26 @@ TEST(Faults, MemoryCapRefusesWhatWouldExceedItAndShrinksMemGetInfo) {
   EXPECT_EQ(pct.out[3], "malloc 600 0 set") << "device 1 has no cap";
 }
 
+TEST(Faults, ADelayedAllocationIsStillWeighedByTheMemoryCap) {
+  // DELAY holds each allocation 50 ms and lets it run; the cap still refuses the second 6000 and
+  // still counts the first (a delayed allocation once went past the cap uncounted).
+  Traced run = probe("cap_delay", {"--mem-cap", "10000", "--fault", "cudaMalloc:DELAY,delay=50ms"},
+                     {"malloc:6000", "malloc:6000", "meminfo"});
+  ASSERT_EQ(run.r.status, 0) << run.r.err;
+  ASSERT_EQ(run.out.size(), 3u) << run.r.out;
+  EXPECT_EQ(run.out[0], "malloc 6000 0 set");
+  EXPECT_EQ(run.out[1], "malloc 6000 2 null");
+  EXPECT_EQ(run.out[2], "meminfo 0 4000 10000");
+  EXPECT_EQ(run.rule("mem-cap")["injected"], 1);
+  EXPECT_EQ(run.rule("rule1")["injected"], 2) << "both were held";
+  auto mallocs = run.calls("cudaMalloc");
+  ASSERT_EQ(mallocs.size(), 2u);
+  // The second waited before the cap refused it (a record's time is the call's own, after the wait).
+  EXPECT_GE(mallocs[1]["ts_ns"].get<uint64_t>() - mallocs[0]["ts_ns"].get<uint64_t>(), 50'000'000u);
+  EXPECT_EQ(mallocs[0]["injected"], "rule1");
+  EXPECT_EQ(mallocs[1]["injected"], "mem-cap");
+}
+
 TEST(Faults, SameSeedSameFaultsAcrossRunsAndThreads) {
   std::vector<std::string> opts = {"--fault", "alloc:OOM,p=0.3,seed=9,scope=thread"};
   Traced a = probe("det_a", opts, {"threads:4:60:64"});

@@ -129,6 +129,9 @@ TEST(NcclCapture, CollectivesAreRecordedAndFaultRulesFailOrDelayThem) {
   EXPECT_EQ(calls[3]["injected"], "rule2");
   EXPECT_EQ(calls[3]["ret"], 0);
   EXPECT_EQ(of_type(dump(dir), "call", "ncclAllGather").size(), 4u);
+  // The end of the run says which calls failed and which were only held.
+  EXPECT_NE(r.err.find("fault mode: 1 call failed on purpose (rule1 1, rule3 0)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fault mode: 1 call held on purpose, then run as usual (rule2 1)"), std::string::npos) << r.err;
 }
 
 TEST(NcclCapture, AnalyzeNamesTheProcessByItsNcclRankUnlessRankIsSet) {
