@@ -128,9 +128,11 @@ inline std::vector<std::string> stack_sites(const AllFacts& all, const ProcessFa
   return all.symbols->describe(*p.trace, stack, python, native);
 }
 
-// The call sites the most items came from: "N× at <site> < <caller>" for the top `top` stacks.
-inline std::vector<std::string> top_sites(const AllFacts& all, const ProcessFacts& p, const std::vector<reader::StackId>& stacks,
-                                          const std::string& what, size_t top = 3) {
+// The call sites the most items came from: "N <what>: <site> < <caller>" for the top `top`
+// stacks. `each`: how many items each stack stands for (a sample of one in `each`: "about N").
+inline std::vector<std::string> top_sites(const AllFacts& all, const ProcessFacts& p,
+                                          const std::vector<reader::StackId>& stacks, const std::string& what,
+                                          size_t top = 3, uint64_t each = 1) {
   std::map<std::string, size_t> by_site;
   for (reader::StackId s : stacks) {
     std::vector<std::string> frames = stack_sites(all, p, s);
@@ -143,7 +145,9 @@ inline std::vector<std::string> top_sites(const AllFacts& all, const ProcessFact
   for (auto& [site, n] : by_site) order.emplace_back(n, site);
   std::sort(order.rbegin(), order.rend());
   std::vector<std::string> out;
-  for (size_t i = 0; i < order.size() && i < top; ++i) out.push_back(fmt::format("{} {}: {}", order[i].first, what, order[i].second));
+  for (size_t i = 0; i < order.size() && i < top; ++i) {
+    out.push_back(fmt::format("{}{} {}: {}", each > 1 ? "about " : "", order[i].first * each, what, order[i].second));
+  }
   return out;
 }
 

@@ -458,7 +458,9 @@ json syncs_json(const Effects& e) {
           {"b_calls_per_step", e.sync_calls_b},
           {"a_s_per_step", e.sync_a},
           {"b_s_per_step", e.sync_b},
-          {"by_api", by_api}};
+          {"by_api", by_api},
+          {"a_sites", json::array()},
+          {"b_sites", json::array()}};
 }
 
 json allocations_json(const Effects& e) {
@@ -654,8 +656,25 @@ json compare(const Side& a, const std::vector<size_t>& ia, const Side& b, const 
     allocations["a_sites"] = top_sites(sites, pa, pa.steady_alloc_stacks, "steady-state allocations from");
     allocations["b_sites"] = top_sites(sites, pb, pb.steady_alloc_stacks, "steady-state allocations from");
   }
+  // Likewise where the synchronizations came from (a sample of them in long runs).
+  json syncs = syncs_json(e);
+  if (std::fabs(e.sync_calls_b - e.sync_calls_a) >= 0.5) {
+    reader::Symbolizer symbols;
+    AllFacts sites;
+    sites.symbols = &symbols;
+    const ProcessFacts& pa = a.procs[ia.front()];
+    const ProcessFacts& pb = b.procs[ib.front()];
+    syncs["a_sites"] = top_sites(sites, pa, pa.sync_stacks, "synchronizations from", 3, pa.sync_stack_stride);
+    syncs["b_sites"] = top_sites(sites, pb, pb.sync_stacks, "synchronizations from", 3, pb.sync_stack_stride);
+    if (syncs["a_sites"].empty() && syncs["b_sites"].empty()) {
+      syncs["sites_note"] =
+          "where they came from is not known: synchronizations carry their call stacks only when recorded with "
+          "cuprobe record --stacks all";
+    }
+  }
   for (auto& c : causes) {
     if (c["kind"] == "allocations") c["details"] = allocations;
+    if (c["kind"] == "syncs") c["details"] = syncs;
   }
   // Processes whose traces lack routine calls from part of the run (the flight recorder's ring, a
   // capture window): their synchronizations per step are of the part kept.
@@ -667,7 +686,7 @@ json compare(const Side& a, const std::vector<size_t>& ia, const Side& b, const 
       coverage["b"].push_back({{"process", process_label(b.procs[ib[k]])}, {"text", t}});
   }
   return json{
-      {"syncs", syncs_json(e)},
+      {"syncs", syncs},
       {"allocations", allocations},
       {"coverage", coverage},
       {"pairs", pair_list},
@@ -787,6 +806,17 @@ void print_diff_ranks(const json& d, FILE* out) {
   for (const auto& w : d["warnings"]) fmt::print(out, "  note: {}\n", w.get<std::string>());
 }
 
+namespace {
+// Where each side's synchronizations or allocations came from, when the diff placed them.
+void print_sites(FILE* out, const json& measured) {
+  for (const char* side : {"a_sites", "b_sites"}) {
+    for (const auto& site : measured[side]) {
+      fmt::print(out, "    {}: {}\n", side[0] == 'a' ? "A" : "B", short_call_site(site.get<std::string>()));
+    }
+  }
+}
+}  // namespace
+
 void print_diff(const json& d, FILE* out) {
   const json& a = d["a"];
   const json& b = d["b"];
@@ -818,6 +848,8 @@ void print_diff(const json& d, FILE* out) {
     fmt::print(out, "  synchronizations per step: {:.1f} calls, {} blocked in A; {:.1f} calls, {} in B\n",
                sy["a_calls_per_step"].get<double>(), plain_ms(sy["a_s_per_step"]), sy["b_calls_per_step"].get<double>(),
                plain_ms(sy["b_s_per_step"]));
+    print_sites(out, sy);
+    if (sy.contains("sites_note")) fmt::print(out, "    ({})\n", sy["sites_note"].get<std::string>());
   }
   if (const json& al = d["allocations"];
       al["a_calls_per_step"].get<double>() > 0 || al["b_calls_per_step"].get<double>() > 0) {
@@ -825,11 +857,7 @@ void print_diff(const json& d, FILE* out) {
                al["a_calls_per_step"].get<double>(), human_bytes(uint64_t(al["a_bytes_per_step"].get<double>())),
                plain_ms(al["a_s_per_step"]), al["b_calls_per_step"].get<double>(),
                human_bytes(uint64_t(al["b_bytes_per_step"].get<double>())), plain_ms(al["b_s_per_step"]));
-    for (const char* side : {"a_sites", "b_sites"}) {
-      for (const auto& site : al[side]) {
-        fmt::print(out, "    {}: {}\n", side[0] == 'a' ? "A" : "B", short_call_site(site.get<std::string>()));
-      }
-    }
+    print_sites(out, al);
   }
   if (d["causes"].empty()) {
     fmt::print(out, "\nNo difference above the noise ({} per step).\n", plain_ms(d["noise_s_per_step"]));

@@ -273,6 +273,10 @@ struct ProcessFacts {
   std::vector<OomEvent> ooms;
   std::map<std::string, uint64_t> sync_ns;  // per sync API, outside searches
   uint64_t sync_calls = 0;                  // synchronizations outside searches
+  // Where they came from: the stacks (0: none recorded) of one in every sync_stack_stride of
+  // them, evenly over the run (SyncTracker::kMaxStacks at most).
+  std::vector<reader::StackId> sync_stacks;
+  uint64_t sync_stack_stride = 1;
   uint64_t steady_allocs = 0;  // device allocations and frees after warm-up
   uint64_t steady_alloc_ns = 0;
   uint64_t steady_frees = 0;

@@ -116,7 +116,11 @@ TEST(Diff, SynchronizationsAndAllocationsAreMeasuredAndPlaced) {
   // they are called differs.
   const Env slow = {{"FAKECUDA_DELAY_US", "cudaStreamSynchronize:3000,cudaMalloc:500"}};
   std::string a = recorded("sync-a", search_job({"--benchmark"}), {}, slow);
-  json sync = diffed(a, recorded("sync-b", search_job({"--benchmark", "--sync-every", "1"}), {}, slow));
+  // B with every call's stack (synchronizations carry one only then), so that the diff can say
+  // where its extra synchronizations came from.
+  std::string a_stacks = recorded("sync-a-stacks", search_job({"--benchmark"}), {"--stacks", "all"}, slow);
+  json sync =
+      diffed(a_stacks, recorded("sync-b", search_job({"--benchmark", "--sync-every", "1"}), {"--stacks", "all"}, slow));
   ASSERT_FALSE(sync["causes"].empty()) << sync.dump(2);
   const json& c = sync["causes"][0];
   EXPECT_EQ(c["kind"], "syncs") << sync.dump(2);
@@ -126,6 +130,20 @@ TEST(Diff, SynchronizationsAndAllocationsAreMeasuredAndPlaced) {
       << sync["syncs"].dump();
   EXPECT_GT(sync["syncs"]["by_api"]["cudaStreamSynchronize"]["b_s"].get<double>(), 0.02);
   EXPECT_NE(c["what"].get<std::string>().find("most of it in cudaStreamSynchronize"), std::string::npos) << c;
+  // Where B's extra synchronizations came from: the program's own line, in the cause and the text.
+  ASSERT_FALSE(c["details"]["b_sites"].empty()) << c.dump(2);
+  EXPECT_NE(c["details"]["b_sites"][0].get<std::string>().find("frontend_search.cpp"), std::string::npos) << c;
+  EXPECT_EQ(sync["syncs"], c["details"]);
+  RunResult sync_text = run({cuprobe_bin(), "diff", a_stacks, sync["b"]["paths"][0]});
+  size_t line = sync_text.out.find("  synchronizations per step: ");
+  ASSERT_NE(line, std::string::npos) << sync_text.out;
+  size_t b_site = sync_text.out.find("    B: 60 synchronizations from: run_problem at frontend_search.cpp:", line);
+  EXPECT_LT(b_site, sync_text.out.find("  steady-state allocations", line)) << sync_text.out;
+  EXPECT_FALSE(c["details"].contains("sites_note")) << c;
+  // Without stacks on synchronizations (the default --stacks alloc), the diff says how to get them.
+  json plain = diffed(a, recorded("sync-b2", search_job({"--benchmark", "--sync-every", "1"}), {}, slow));
+  EXPECT_TRUE(plain["syncs"]["b_sites"].empty());
+  EXPECT_NE(plain["syncs"].value("sites_note", "").find("--stacks all"), std::string::npos) << plain["syncs"];
 
   json alloc = diffed(a, recorded("alloc-b", search_job({"--benchmark", "--alloc-every", "1"}), {}, slow));
   ASSERT_FALSE(alloc["causes"].empty()) << alloc.dump(2);

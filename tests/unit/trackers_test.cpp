@@ -336,6 +336,25 @@ TEST(Trackers, WarmupEndsAfterTheFirstPartOfTheRunWithoutSteps) {
   EXPECT_FALSE(warmup.past_second_pass(2000 * kMs));
 }
 
+TEST(Trackers, SynchronizationStacksAreSampledEvenlyInBoundedMemory) {
+  // 10,000 synchronizations: the tracker keeps 4,096 stacks at most, halving what it holds each
+  // time it fills; what is left is one in every 4, from the whole run.
+  std::string text = process_line(2000 * kMs);
+  for (uint64_t i = 0; i < 10000; ++i) {
+    text += fmt::format(R"({{"type": "call", "api": "cudaDeviceSynchronize", "ret": 0, "ts_ns": {}, "dur_ns": 10, )"
+                        R"("pid": {}, "tid": 1, "device": 0}})"
+                        "\n",
+                        1000 * kMs + i * 1000, kPid);
+  }
+  auto trace = read(text);
+  ASSERT_TRUE(trace);
+  ProcessFacts f = gather_facts(*trace, FactOptions{});
+  EXPECT_EQ(f.sync_calls, 10000u);
+  EXPECT_EQ(f.sync_stack_stride, 4u);
+  EXPECT_EQ(f.sync_stacks.size(), 2500u);
+  EXPECT_LE(f.sync_stacks.size(), SyncTracker::kMaxStacks);
+}
+
 TEST(Trackers, ACallTheMemoryTrackerTakesIsNotASynchronization) {
   // An API that both frees memory and synchronizes: its successful calls are memory's, its
   // failed ones (no memory freed) are synchronizations.

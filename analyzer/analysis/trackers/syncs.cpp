@@ -14,7 +14,14 @@ void SyncTracker::on_sync(const reader::Event& e, const ApiView& v) {
   if (memory_call(v, e) != MemoryCall::kNone) return;  // the memory tracker's call (memory.h)
   if (searches_.selecting(e.tid) != nullptr) return;   // part of the search's cost
   time_[e.api] += e.dur_ns;
-  ++syncs_;
+  if (syncs_++ % stride_ != 0) return;
+  if (stacks_.size() == kMaxStacks) {
+    for (size_t i = 0; i < kMaxStacks / 2; ++i) stacks_[i] = stacks_[2 * i];
+    stacks_.resize(kMaxStacks / 2);
+    stride_ *= 2;
+    if ((syncs_ - 1) % stride_ != 0) return;
+  }
+  stacks_.push_back(e.stack);
 }
 
 void SyncTracker::finish(ProcessFacts& f) {
@@ -23,6 +30,8 @@ void SyncTracker::finish(ProcessFacts& f) {
     if (calls_[id]) f.sync_ns[apis[id].name] += time_[id];
   }
   f.sync_calls = syncs_;
+  f.sync_stacks = std::move(stacks_);
+  f.sync_stack_stride = stride_;
 }
 
 }  // namespace cuprobe::analysis

@@ -17,8 +17,13 @@ class SyncTracker {
   void on_event(const reader::Event& e, const ApiView& v) {
     if (v.flags & trace::kApiSync) on_sync(e, v);
   }
-  // sync_ns (every synchronizing API called, even for no time), sync_calls.
+  // sync_ns (every synchronizing API called, even for no time), sync_calls, sync_stacks.
   void finish(ProcessFacts& f);
+
+  // Stacks kept of the counted synchronizations: one of every `stride`, the stride doubling
+  // (and every other kept stack dropped) each time the buffer fills, so that a long run is
+  // sampled evenly from start to end in bounded memory.
+  static constexpr size_t kMaxStacks = 4096;
 
  private:
   void on_sync(const reader::Event& e, const ApiView& v);
@@ -27,6 +32,8 @@ class SyncTracker {
   const SearchesTracker& searches_;
   std::vector<uint64_t> calls_, time_;  // by API id, of synchronizing APIs
   uint64_t syncs_ = 0;
+  std::vector<reader::StackId> stacks_;
+  uint64_t stride_ = 1;
 };
 
 }  // namespace cuprobe::analysis
