@@ -292,16 +292,17 @@ inline constexpr const char* kPageTail = R"PAGE(</script>
       }), [1, 0, 0, 1, 0]);
       t.classList.add('causes-table');
       sec.appendChild(wrap(t));
-      // What the text prints under a cause: the plans that changed, where allocations came from.
+      // What the text prints under a cause: the plans that changed, where allocations and synchronizations came from.
       D.causes.forEach(function (c, i) {
         var lines = [];
         if (c.kind === 'plans') {
           var tm = function (v) { return v == null ? 'not measured' : v.toFixed(3) + ' ms'; };
           (c.details.changed || []).forEach(function (p) { lines.push(p.problem + ': ' + p.a + ' (' + tm(p.a_ms) + ') in A, ' + p.b + ' (' + tm(p.b_ms) + ') in B'); });
         }
-        if (c.kind === 'allocations') {
+        if (c.kind === 'allocations' || c.kind === 'syncs') {
           (c.details.a_sites || []).forEach(function (x) { lines.push('A: ' + x); });
           (c.details.b_sites || []).forEach(function (x) { lines.push('B: ' + x); });
+          if (c.details.sites_note) lines.push(c.details.sites_note);
         }
         if (lines.length) {
           sec.appendChild(el('p', { cls: 'note', text: 'Cause ' + (i + 1) + ':' }));

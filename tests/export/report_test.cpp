@@ -325,6 +325,20 @@ TEST(ReportHtml, ComparedWithAnotherRunAsDiffSaysIt) {
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("--compare-with: /no/such/run: no such file or directory"), std::string::npos) << bad.err;
   screenshot(page, "compare");
+  // Extra synchronizations in B, recorded with their stacks: the page says where they came from.
+  std::string sa = fresh_dir("report-cmp-sa") + "/run", sb = fresh_dir("report-cmp-sb") + "/run";
+  const std::vector<std::string> job = {program("frontend_search"), "--shapes", "3", "--steps", "20", "--benchmark"};
+  std::vector<std::string> job_b = job;
+  job_b.insert(job_b.end(), {"--sync-every", "1"});
+  Env slow = engines;
+  slow.push_back({"FAKECUDA_DELAY_US", "cudaStreamSynchronize:3000"});
+  ASSERT_EQ(record(sa, job, shim_env(slow), {"-q", "--stacks", "all"}).status, 0);
+  ASSERT_EQ(record(sb, job_b, shim_env(slow), {"-q", "--stacks", "all"}).status, 0);
+  std::string sync_page = fresh_dir("report-cmp-sync") + "/report.html";
+  ASSERT_EQ(run({cuprobe_bin(), "report", "-q", "-o", sync_page, "--compare-with", sa, sb}).status, 0);
+  Dom sync_dom = open_in_chromium(sync_page, "compare-sync");
+  std::string sync_cmp = section(sync_dom.html, "comparison");
+  EXPECT_NE(sync_cmp.find("B: 60 synchronizations from: "), std::string::npos) << sync_cmp;
 }
 
 Result<exporter::ExportStats> report_of(const std::string& jsonl, const std::string& out) {
