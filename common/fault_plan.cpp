@@ -574,7 +574,7 @@ class RuleParser {
     return true;
   }
 
-  // Which calls match: engine, device, rank, pid, comm, from, until, scope (and delay: what a fired
+  // Which calls match: engine, device, rank, pid, comm, comm-size, from, until, scope (and delay: what a fired
   // rule does besides failing); any other key is unknown.
   bool parse_matching(Span key, Span v) {
     Rule* r = r_;
@@ -586,6 +586,11 @@ class RuleParser {
       int64_t n;
       if (!parse_i64(v, &n) || n < 0 || n > 1 << 20) return bad("a number >= 0");
       (key.is("device") ? r->device : r->rank) = int32_t(n);
+    } else if (key.is("comm-size")) {
+      // The communicator's size (issue 32): a job's tensor-parallel groups apart from its world.
+      int64_t n;
+      if (!parse_i64(v, &n) || n < 1 || n > 1 << 24) return bad("a number of ranks >= 1");
+      r->comm_size = int32_t(n);
     } else if (key.is("pid")) {
       if (!parse_i64(v, &r->pid) || r->pid <= 0) return bad("a process id");
     } else if (key.is("comm") || key.is("process")) {
@@ -612,7 +617,7 @@ class RuleParser {
     } else {
       return bad(
           "unknown key; keys: name, nth, every, first, after, at, p, seed, max, sticky, size>=, problem=, problem~, "
-          "engine, device, rank, pid, comm, delay, from, until, scope");
+          "engine, device, rank, pid, comm, comm-size, delay, from, until, scope");
     }
     return true;
   }
@@ -634,6 +639,18 @@ class RuleParser {
            "(alloc, memcpy, sync, or their API names), whose failure corrupts the context",
            index_ + 1, where_);
       return false;
+    }
+    if (r_->comm_size != 0) {
+      // Only NCCL's collectives, point-to-point calls and set-ups of a known size have one.
+      for (int a = 0; a < kApiCount; ++a) {
+        if (!(r_->apis[a / 64] & (1ull << (a % 64)))) continue;
+        if (kApis[a].library == trace::Library::kNccl && ApiId(a) != ApiId::ncclCommSplit) continue;
+        fail(err_, cap_,
+             "fault rule %d ('%s'): comm-size picks NCCL calls by their communicator's size, and %s has none%s; "
+             "name NCCL collectives (ncclAllReduce, ...), ncclSend, ncclRecv or communicator set-ups",
+             index_ + 1, where_, kApis[a].name, ApiId(a) == ApiId::ncclCommSplit ? " before it completes" : "");
+        return false;
+      }
     }
     if (seed_given_ && r_->probability < 0 && r_->rank != kRankRandom) {
       fail(err_, cap_, "fault rule %d ('%s'): a seed without p=PROBABILITY or rank=random does nothing", index_ + 1,

@@ -49,6 +49,7 @@ struct Rule {
   int32_t rank;    // -1 = any; kRankRandom: the rank random_rank(seed, the job's size) picks
   int64_t pid;     // -1 = any
   char comm[64];   // "" = any
+  int32_t comm_size;           // 0 = any: NCCL calls on (set-ups of) a communicator of this many ranks
   uint64_t from_ns, until_ns;  // since the process started; until_ns 0 = no end
   // Triggers over k, the 1-based count of calls this rule matched (per process or per thread).
   uint64_t nth, every, first, after;  // 0 = not given

@@ -353,6 +353,7 @@ bool fault_decide(ApiId api, trace::Library lib, const FaultCtx& c, FaultHit* hi
     hit->code = sticky_code_for(lib, code);
     return true;
   }
+  int comm_size = c.comm_size;  // a collective's communicator's: asked at most once, and only if a rule needs it
   for (int r = 0; r < g_plan.n; ++r) {
     const faults::Rule& rule = g_plan.rules[r];
     if (!__atomic_load_n(&g_rule_live[r], __ATOMIC_ACQUIRE) || !((rule.apis[a / 64] >> (a % 64)) & 1)) continue;
@@ -363,6 +364,10 @@ bool fault_decide(ApiId api, trace::Library lib, const FaultCtx& c, FaultHit* hi
       if (c.problem_hash != rule.problem_hash) continue;
     } else if (rule.problem_kind != faults::kProblemAny && !sid_matches(c.problem_id, r)) {
       continue;
+    }
+    if (rule.comm_size != 0) {
+      if (comm_size < 0 && c.comm != 0) comm_size = nccl_comm_size(reinterpret_cast<const void*>(uintptr_t(c.comm)));
+      if (comm_size != rule.comm_size) continue;
     }
     if (rule.from_ns || rule.until_ns) {
       uint64_t since = mono_ns() - process_start_mono_ns();

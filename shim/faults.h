@@ -29,6 +29,8 @@ struct FaultCtx {
   int64_t engine = -1;        // backend engine global index or legacy algorithm, -1 unknown
   int device = -1;
   bool cap_checked = false;   // an allocation the memory cap weighs
+  int comm_size = -1;         // an NCCL set-up's number of ranks, -1 unknown
+  uint64_t comm = 0;          // an NCCL call's communicator (its size asked only if a rule needs it)
 };
 
 struct FaultHit {
@@ -38,6 +40,10 @@ struct FaultHit {
   int cap_device = -1; // the memory cap reserved `size` bytes on this device for the call
   uint64_t delay_ns = 0;  // the call waits this long first (delay=); with code 0 it then runs
 };
+
+// The number of ranks of an NCCL communicator, from the real library (ncclCommCount); -1 when
+// it cannot be asked (shim/nccl_wrappers.cpp).
+int nccl_comm_size(const void* comm);
 
 // Waits hit.delay_ns (a rule's delay=), sleeping through signals.
 void fault_delay(const FaultHit& hit);

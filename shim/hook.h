@@ -402,6 +402,14 @@ struct Interceptor<kApi, Ret (*)(A...)> {
         c.problem_hash = problem_hash_of(c.problem_id);
       }
       if constexpr (kEngine >= 0) c.engine = int64_t(fields[kEngine]);
+      // NCCL: a set-up's size is its argument; a collective's, its communicator's (comm-size=).
+      constexpr int kNranks = field_pos(Cap::kFields, "nranks");
+      constexpr int kComm = field_pos(Cap::kFields, "comm");
+      if constexpr (kNranks >= 0) {
+        c.comm_size = int(int64_t(fields[kNranks]));
+      } else if constexpr (kComm >= 0) {
+        c.comm = fields[kComm];
+      }
       c.device = w.device_override() != CallWriter::kNoOverride ? w.device_override() : Traits::device(t);
     } else {
       c.device = Traits::device(t);

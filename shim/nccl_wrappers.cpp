@@ -35,4 +35,14 @@ void split_result(ncclComm_t comm, int* nranks, int* rank) {
   *rank = r;
 }
 
+int nccl_comm_size(const void* comm) {
+  using CountFn = ncclResult_t (*)(const ncclComm_t, int*);
+  static_assert(std::is_same_v<decltype(&::ncclCommCount), CountFn>);
+  auto count = reinterpret_cast<CountFn>(resolve_in_library(trace::Library::kNccl, "ncclCommCount"));
+  int n = -1;
+  if (comm == nullptr || count == nullptr) return -1;
+  if (count(static_cast<ncclComm_t>(const_cast<void*>(comm)), &n) != ncclSuccess) return -1;
+  return n;
+}
+
 }  // namespace cuprobe::shim

@@ -108,8 +108,9 @@ Fault mode (docs/faults.md): make chosen calls fail on purpose, before the real 
                       context stays failed after the rule fires. rank=random picks one rank.
                       When: nth=N every=K first=N after=N at=N+N... p=P seed=S max=N.
                       Which: size>=BYTES problem=TEXT|0xHASH problem~REGEX engine=N device=N
-                      rank=N|random pid=N comm=NAME from=TIME until=TIME scope=process|thread
-                      name=ID delay=TIME sticky
+                      rank=N|random pid=N comm=NAME comm-size=N (NCCL: ranks in the call's
+                      communicator) from=TIME until=TIME scope=process|thread name=ID
+                      delay=TIME sticky
       --faults FILE   rules from a JSON file: {{"rules": [...], "mem_cap": "8GiB"}}
       --mem-cap CAP   device allocations fail with out-of-memory once the bytes live through
                       cuprobe's hooks would exceed CAP, and cudaMemGetInfo reports within it:

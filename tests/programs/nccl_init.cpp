@@ -1,6 +1,7 @@
 // Opens libnccl_user.so with dlopen (RTLD_LOCAL by default, RTLD_GLOBAL with "global") and runs
 // its communicator set-up: NCCL reached the way PyTorch reaches it, from a library that needs it.
-// `nccl_init LIB steps:N` runs N steps of collectives instead (nccl_user_steps).
+// `nccl_init LIB steps:N` runs N steps of collectives instead (nccl_user_steps); `groups:N`, N
+// steps on two communicators (nccl_user_groups).
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -20,6 +21,11 @@ int main(int argc, char** argv) {
   if (argc > 2 && std::strncmp(argv[2], "steps:", 6) == 0) {
     auto steps = reinterpret_cast<int (*)(int)>(dlsym(h, "nccl_user_steps"));
     return steps == nullptr ? 11 : steps(std::atoi(argv[2] + 6));
+  }
+  // "groups:N": collectives on two communicators, the world and a split (nccl_user_groups).
+  if (argc > 2 && std::strncmp(argv[2], "groups:", 7) == 0) {
+    auto groups = reinterpret_cast<int (*)(int)>(dlsym(h, "nccl_user_groups"));
+    return groups == nullptr ? 11 : groups(std::atoi(argv[2] + 7));
   }
   auto run = reinterpret_cast<int (*)()>(dlsym(h, "nccl_user_run"));
   if (run == nullptr) return 11;

@@ -60,3 +60,20 @@ extern "C" __attribute__((visibility("default"))) int nccl_user_steps(int steps)
   ncclCommDestroy(world);
   return 0;
 }
+
+// A job with two groups (issue 32, comm-size=): the world (4 ranks, rank 3) and a split of it
+// (2 ranks, a tensor-parallel group), then `steps` steps of an allreduce on each; prints what
+// each returned.
+extern "C" __attribute__((visibility("default"))) int nccl_user_groups(int steps) {
+  ncclComm_t world = nullptr, half = nullptr;
+  if (ncclCommInitRankConfig(&world, 4, make_id(true), 3, nullptr) != ncclSuccess) return 12;
+  if (ncclCommSplit(world, 0, 1, &half, nullptr) != ncclSuccess || half == nullptr) return 13;
+  for (int i = 0; i < steps; ++i) {
+    int w = ncclAllReduce(nullptr, nullptr, 1 << 20, ncclFloat32, ncclSum, world, nullptr);
+    int h = ncclAllReduce(nullptr, nullptr, 1 << 10, ncclFloat32, ncclSum, half, nullptr);
+    std::printf("step %d world %d half %d\n", i, w, h);
+  }
+  ncclCommDestroy(half);
+  ncclCommDestroy(world);
+  return 0;
+}

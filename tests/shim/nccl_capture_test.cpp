@@ -134,6 +134,34 @@ TEST(NcclCapture, CollectivesAreRecordedAndFaultRulesFailOrDelayThem) {
   EXPECT_NE(r.err.find("fault mode: 1 call held on purpose, then run as usual (rule2 1)"), std::string::npos) << r.err;
 }
 
+// comm-size= (issue 32): a rule aimed at the 2-rank group's allreduces leaves the world's alone;
+// set-ups are picked by the size they are asked for.
+TEST(NcclCapture, CommSizePicksTheCommunicator) {
+  std::string dir = fresh_dir("nccl-comm-size");
+  RunResult r = record(dir, {program("nccl_init"), program("libnccl_user.so"), "groups:3"}, {},
+                       {"-q", "--fault", "ncclAllReduce:ncclRemoteError,comm-size=2,nth=2"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "step 0 world 0 half 0\nstep 1 world 0 half 6\nstep 2 world 0 half 0\n");
+  auto calls = of_type(dump(dir), "call", "ncclAllReduce");
+  ASSERT_EQ(calls.size(), 6u);
+  EXPECT_EQ(calls[3]["injected"], "rule1");
+
+  std::string init_dir = fresh_dir("nccl-comm-size-init");
+  RunResult init = record(init_dir, {program("nccl_init"), program("libnccl_user.so")}, {},
+                          {"-q", "--fault", "ncclCommInitRank|ncclCommInitRankConfig:ncclSystemError,comm-size=4"});
+  ASSERT_EQ(init.status, 0) << init.err;
+  // The pair (2 ranks) is set up, the world (4) is not, so its splits fail too.
+  EXPECT_EQ(init.out.substr(0, 4), "0 2 ") << init.out;
+
+  // Calls without a communicator, and a split (whose size is known only once it is made), are refused.
+  for (const char* bad : {"alloc:OOM,comm-size=2", "ncclCommSplit:ncclSystemError,comm-size=2"}) {
+    RunResult refused = record(fresh_dir("nccl-comm-size-bad"), {"true"}, {}, {"-q", "--fault", bad});
+    EXPECT_EQ(refused.status, 2) << bad;
+    EXPECT_NE(refused.err.find("comm-size picks NCCL calls by their communicator's size"), std::string::npos)
+        << refused.err;
+  }
+}
+
 TEST(NcclCapture, AnalyzeNamesTheProcessByItsNcclRankUnlessRankIsSet) {
   std::vector<std::string> argv = {program("nccl_init"), program("libnccl_user.so")};
   std::string dir = fresh_dir("nccl-analyze");
