@@ -42,10 +42,17 @@ if [ ${#names[@]} -eq 0 ]; then
     [ -f "$d/expected.json" ] && names+=("$(basename "$d")")
   done
 fi
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 par=() excl=()
 for n in "${names[@]}"; do
   if [ ! -f "$here/$n/expected.json" ] || [ ! -f "$here/$n/run.sh" ]; then
     log "unknown scenario $n (no run.sh/expected.json): skipped"
+    continue
+  fi
+  need=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1])).get("min_gpus", 1)))' "$here/$n/expected.json")
+  if [ "$need" -gt "$gpus" ]; then
+    log "$n needs $need GPUs, this machine has $gpus: skipped"
+    echo "needs $need GPUs, the machine had $gpus" >"$findings/$n.skipped"
     continue
   fi
   if python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1])).get("exclusive") else 1)' "$here/$n/expected.json"; then

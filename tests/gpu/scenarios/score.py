@@ -17,6 +17,9 @@ application outcome containing TEXT (e.g. "stopped": the failure reached the app
 counts as an expected detection (a true positive when shown, a false negative when not).
 "summary": {"dotted.key": {op: V}} checks the analysis summary (ranks and where they came from)
 with the same operators; each key counts like an expected detection.
+"min_gpus": N: run_corpus.sh skips the scenario on a machine with fewer GPUs (it writes
+<scenario>.skipped with the reason next to the findings): scored SKIPPED, counted nowhere.
+Dotted keys may select from a list: "chaos.ends[rank=1].ended".
 A fire entry with "first": true must be matched by the FIRST finding of the report (the event that
 ended the run comes first). "stderr": [{"contains": TEXT, "and": TEXT?}] expects a line of the
 scenario's standard error (LOGS/<name>.err; LOGS defaults to the findings directory's sibling
@@ -40,14 +43,27 @@ def sev(s):
 
 
 def lookup(ev, dotted):
+    """A dotted key's value: each part a key, a list index, or NAME[KEY=VALUE] (the first object
+    of the list NAME whose KEY is VALUE, compared as text: "chaos.ends[rank=1].ended")."""
     cur = ev
     for part in dotted.split("."):
+        select = None
+        if part.endswith("]") and "[" in part and "=" in part:
+            part, cond = part[:-1].split("[", 1)
+            select = cond.split("=", 1)
         if isinstance(cur, dict) and part in cur:
             cur = cur[part]
         elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
             cur = cur[int(part)]
         else:
             return False, None
+        if select is not None:
+            key, want = select
+            hit = [x for x in cur if isinstance(x, dict) and key in x and str(x[key]) == want] \
+                if isinstance(cur, list) else []
+            if not hit:
+                return False, None
+            cur = hit[0]
     return True, cur
 
 
@@ -100,9 +116,10 @@ def matches(entry, f):
     return None
 
 
-def score_scenario(name, expected, result, stderr=None):
+def score_scenario(name, expected, result, stderr=None, skipped=None):
     """result: parsed analyze --json output, or None when missing/unreadable; stderr: the
-    scenario's standard error as text, None when not available."""
+    scenario's standard error as text, None when not available; skipped: why run_corpus.sh did
+    not run it (more GPUs than the machine has: "min_gpus" in expected.json), None when it ran."""
     row = {"scenario": name, "tp": 0, "fn": 0, "fp": 0, "details": []}
     fire = expected.get("fire") or []
     allow = set(expected.get("allow") or [])
@@ -113,6 +130,11 @@ def score_scenario(name, expected, result, stderr=None):
     row["expected"] = ", ".join(wanted(e) for e in fire)
     if not row["expected"] and not expected.get("faults") and not expected.get("summary"):
         row["expected"] = "nothing above info"
+    if result is None and skipped:
+        row["verdict"] = "SKIPPED"
+        row["found"] = "-"
+        row["details"].append(skipped)
+        return row
     if result is None:
         row["fn"] = len(fire) + len(expected.get("faults") or [])
         row["found"] = "(no findings file)"
@@ -252,7 +274,13 @@ def main(argv=None):
                 stderr = fh.read()
         except OSError:
             stderr = None
-        rows.append(score_scenario(name, exp, load_json(os.path.join(findings_dir, name + ".json")), stderr))
+        try:
+            with open(os.path.join(findings_dir, name + ".skipped")) as fh:
+                skipped = fh.read().strip() or "skipped"
+        except OSError:
+            skipped = None
+        rows.append(score_scenario(name, exp, load_json(os.path.join(findings_dir, name + ".json")), stderr,
+                                   skipped))
     tp = sum(r["tp"] for r in rows)
     fn = sum(r["fn"] for r in rows)
     fp = sum(r["fp"] for r in rows)

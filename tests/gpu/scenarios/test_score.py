@@ -76,6 +76,16 @@ def main():
     os.makedirs(os.path.join(tmp, "logs"))
     with open(os.path.join(tmp, "logs", "i-first-stderr.err"), "w") as fh:
         fh.write("noise\ncuprobe alert: pid 1: new cuDNN problems keep arriving: 112\n")
+    # j: list selectors in summary keys (chaos.ends[rank=1].ended), one right, one wrong; k: skipped
+    write(os.path.join(scen, "j-select", "expected.json"), {
+        "description": "", "exclusive": False, "fire": [], "allow": [],
+        "summary": {"chaos.ends[rank=1].ended": {"eq": "exited"}, "chaos.ends[rank=0].ended": {"eq": "exited"}}})
+    write(os.path.join(fnd, "j-select.json"), {"summary": {"chaos": {"ends": [
+        {"rank": 0, "ended": "killed by signal 15"}, {"rank": 1, "ended": "exited"}]}}, "findings": []})
+    write(os.path.join(scen, "k-skipped", "expected.json"), {"description": "", "exclusive": False, "min_gpus": 2,
+                                                             "fire": [oom_first], "allow": []})
+    with open(os.path.join(fnd, "k-skipped.skipped"), "w") as fh:
+        fh.write("needs 2 GPUs, the machine had 1\n")
     # f: findings file missing
     write(os.path.join(scen, "f-missing", "expected.json"), {"description": "", "exclusive": False, "fire": [], "allow": []})
 
@@ -106,14 +116,18 @@ def main():
     expect(rows["i-first-stderr"]["tp"] == 2 and rows["i-first-stderr"]["fn"] == 1,
            "i-first-stderr: first OOM and one stderr line found, one missed, got %s" %
            [rows["i-first-stderr"]["tp"], rows["i-first-stderr"]["fn"]])
-    expect(res["tp"] == 6 and res["fn"] == 6 and res["fp"] == 1, "totals TP 6 FN 6 FP 1, got %s" %
+    expect(rows["j-select"]["tp"] == 1 and rows["j-select"]["fn"] == 1 and
+           "killed by signal 15" in " ".join(rows["j-select"]["details"]),
+           "j-select: rank 1's end found, rank 0's wrong, got %s" % rows["j-select"])
+    expect(rows["k-skipped"]["verdict"] == "SKIPPED" and rows["k-skipped"]["fn"] == 0, "k-skipped: skipped, not a miss")
+    expect(res["tp"] == 7 and res["fn"] == 7 and res["fp"] == 1, "totals TP 7 FN 7 FP 1, got %s" %
            [res["tp"], res["fn"], res["fp"]])
     expect("precision" in text and "a-pass" in text, "table printed")
     if failures:
         print(text)
         print("FAILED:", *failures, sep="\n  ")
         return 1
-    print("test_score: all %d checks passed" % 12)
+    print("test_score: all %d checks passed" % 14)
     return 0
 
 
