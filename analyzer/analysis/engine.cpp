@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -142,6 +143,24 @@ json process_json(const ProcessFacts& p, bool launcher) {
 // rule, when), and how each process that did work ended, with how long after it — what a chaos
 // test asks of a job (did the other ranks stop, were they killed, did the agent start new ones).
 // null when nothing was injected.
+// "killed by signal 6 (SIGABRT)": the name for the signals a job's processes end by.
+std::string signal_text(int sig) {
+  const char* name = sig == 6    ? "SIGABRT"
+                     : sig == 15 ? "SIGTERM"
+                     : sig == 2  ? "SIGINT"
+                     : sig == 9  ? "SIGKILL"
+                     : sig == 11 ? "SIGSEGV"
+                     : sig == 7  ? "SIGBUS"
+                     : sig == 1  ? "SIGHUP"
+                                 : nullptr;
+  return name ? fmt::format("killed by signal {} ({})", sig, name) : fmt::format("killed by signal {}", sig);
+}
+
+// Seconds from `from` to `to` (wall nanoseconds), negative when before.
+double seconds_from(uint64_t to, uint64_t from) {
+  return to >= from ? double(to - from) / 1e9 : -double(from - to) / 1e9;
+}
+
 json chaos_json(const AllFacts& all, bool job_did_work) {
   const ProcessFacts* first = nullptr;
   const InjectedFault* fault = nullptr;
@@ -163,10 +182,13 @@ json chaos_json(const AllFacts& all, bool job_did_work) {
   }
   json ends = json::array();
   for (const ProcessFacts& p : all.processes) {
-    if (is_launcher(p, job_did_work) || !p.did_work) continue;
+    // A process that did no device work is a launcher or a helper, unless the fault hit it or it
+    // aborted a communicator (a process of NCCL calls only, such as the doubles' tests).
+    bool involved = !p.injected.empty() || p.nccl_abort_ns != 0;
+    if (!involved && (is_launcher(p, job_did_work) || !p.did_work)) continue;
     const reader::Trace& t = *p.trace;
     uint64_t start = t.wall_ns(p.first_ns), end = t.wall_ns(p.last_ns);
-    std::string how = t.state() == trace::FileState::kSignaled    ? fmt::format("killed by signal {}", t.end_signal())
+    std::string how = t.state() == trace::FileState::kSignaled    ? signal_text(t.end_signal())
                       : t.state() == trace::FileState::kExited    ? "exited"
                       : t.state() == trace::FileState::kExeced    ? "replaced itself (exec)"
                       : t.state() == trace::FileState::kRecording ? "ended without a word (SIGKILL, or still running)"
@@ -175,8 +197,10 @@ json chaos_json(const AllFacts& all, bool job_did_work) {
                     {"rank", p.rank},
                     {"ended", how},
                     {"injected", p.injected.size()},
+                    {"nccl_abort_after_s",
+                     p.nccl_abort_ns ? json(seconds_from(t.wall_ns(p.nccl_abort_ns), first_wall)) : json(nullptr)},
                     {"started_after_s", start > first_wall ? json(double(start - first_wall) / 1e9) : json(nullptr)},
-                    {"after_s", end >= first_wall ? double(end - first_wall) / 1e9 : -double(first_wall - end) / 1e9}});
+                    {"after_s", seconds_from(end, first_wall)}});
   }
   return {{"first_injection",
            {{"process", process_label(*first)},
@@ -641,9 +665,17 @@ void print_report(const Report& raw, bool color, FILE* out, bool per_rank) {
                                            e["started_after_s"].get<double>(), after)
                          : after >= 0 ? fmt::format("{:.1f} s after it", after)
                                       : fmt::format("{:.1f} s before it", -after);
-      fmt::print(
-          out, "      {}: {}, {}{}\n", e["process"].get<std::string>(), e["ended"].get<std::string>(), when,
-          e["injected"].get<uint64_t>() ? fmt::format(" ({} injected here)", e["injected"].get<uint64_t>()) : "");
+      std::string abort;
+      if (e["nccl_abort_after_s"].is_number()) {
+        double a = e["nccl_abort_after_s"].get<double>();
+        abort = fmt::format(
+            "; it aborted its NCCL communicator {:.1f} s {} it (PyTorch's watchdog does so after a "
+            "collective timed out or failed)",
+            std::fabs(a), a >= 0 ? "after" : "before");
+      }
+      fmt::print(out, "      {}: {}, {}{}{}\n", e["process"].get<std::string>(), e["ended"].get<std::string>(), when,
+                 e["injected"].get<uint64_t>() ? fmt::format(" ({} injected here)", e["injected"].get<uint64_t>()) : "",
+                 abort);
     }
   }
   for (const auto& w : r.warnings) fmt::print(out, "  {} {}\n", paint("33", "note:"), w);

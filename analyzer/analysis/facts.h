@@ -299,6 +299,9 @@ struct ProcessFacts {
   std::map<uint64_t, ProblemUse> problems;  // by problem hash
   std::vector<std::string> last_calls;       // the process's final calls, for unfinished traces
   std::vector<InjectedFault> injected;       // calls the fault plan replaced, in time order
+  // When the process first aborted an NCCL communicator (ncclCommAbort: PyTorch's watchdog does so
+  // after a collective timed out or failed, before it tears the process down); 0: never.
+  uint64_t nccl_abort_ns = 0;
   std::vector<FaultRuleFacts> fault_rules;   // the plan in force, empty when none
   std::map<int, uint64_t> mem_cap;           // device -> the memory cap's bytes there
   int device = -1;                           // the device most calls ran on

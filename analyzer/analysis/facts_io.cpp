@@ -82,12 +82,13 @@ namespace {
 #define CUPROBE_PROCESS_FACTS_FIELDS(X)                                                                               \
   X(pid)                                                                                                              \
   X(host)                                                                                                             \
-  X(rank) X(rank_source) X(first_ns) X(last_ns) X(job_start_ns) X(did_work) X(step_starts) X(steps) X(warmup_end_ns)  \
+  X(rank)                                                                                                             \
+  X(rank_source) X(first_ns) X(last_ns) X(job_start_ns) X(did_work) X(step_starts) X(steps) X(warmup_end_ns)          \
       X(warmup_fraction) X(second_pass_ns) X(events) X(calls_by_api) X(time_by_api) X(searches) X(memory) X(coverage) \
           X(ooms) X(sync_ns) X(sync_calls) X(sync_stacks) X(sync_stack_stride) X(steady_allocs) X(steady_alloc_ns)    \
               X(steady_frees) X(steady_alloc_bytes) X(steady_alloc_stacks) X(churn_calls) X(retry_frees)              \
                   X(plain_allocs) X(physical_allocs) X(pooled_allocs) X(alloc_conf) X(cudnn_failures) X(problems)     \
-                      X(last_calls) X(injected) X(fault_rules) X(mem_cap) X(device) X(config)
+                      X(last_calls) X(injected) X(nccl_abort_ns) X(fault_rules) X(mem_cap) X(device) X(config)
 
 }  // namespace
 

@@ -703,11 +703,12 @@ inline constexpr const char* kPageTail = R"PAGE(</script>
       var f0 = C.first_injection;
       sec.appendChild(el('h3', { text: 'How the processes ended' }));
       sec.appendChild(el('p', { cls: 'note', text: 'After the first injection: ' + f0.api + ' on ' + f0.process + ', rule ' + f0.rule + ', returned ' + f0.ret + '.' }));
-      var ends = table(['process', 'ended', 'when', 'injected here'], (C.ends || []).map(function (e) {
+      var ends = table(['process', 'ended', 'when', 'injected here', 'NCCL communicator aborted'], (C.ends || []).map(function (e) {
+        var rel = function (v) { return v >= 0 ? v.toFixed(1) + ' s after it' : (-v).toFixed(1) + ' s before it'; };
         var when = e.started_after_s != null ? 'started ' + e.started_after_s.toFixed(1) + ' s after it, ended ' + e.after_s.toFixed(1) + ' s after it'
-          : (e.after_s >= 0 ? e.after_s.toFixed(1) + ' s after it' : (-e.after_s).toFixed(1) + ' s before it');
-        return [e.process, e.ended, when, num(e.injected)];
-      }), [0, 0, 0, 1]);
+          : rel(e.after_s);
+        return [e.process, e.ended, when, num(e.injected), e.nccl_abort_after_s != null ? rel(e.nccl_abort_after_s) : '-'];
+      }), [0, 0, 0, 1, 0]);
       ends.classList.add('chaos-table');
       sec.appendChild(wrap(ends));
     }

@@ -1,7 +1,6 @@
 // Test double of libnccl.so.2 (same soname), as far as the shim hooks it: every function of the
 // shim's NCCL hook table exists here with nccl.h's signature (checked below), plus the queries
-// the shim makes of the real library (ncclCommCount, ncclCommUserRank, ncclGetVersion) and
-// ncclCommDestroy.
+// the shim makes of the real library (ncclCommCount, ncclCommUserRank, ncclGetVersion).
 //
 // A communicator is a size and a rank; nothing is communicated. An init checks its arguments as
 // NCCL does (ncclInvalidArgument for a rank outside [0, nranks)) and also that the unique id
@@ -84,6 +83,11 @@ FAKE_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
 }
 
 FAKE_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  delete comm;
+  return ncclSuccess;
+}
+
+FAKE_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   delete comm;
   return ncclSuccess;
 }

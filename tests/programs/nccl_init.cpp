@@ -27,7 +27,10 @@ int main(int argc, char** argv) {
     auto groups = reinterpret_cast<int (*)(int)>(dlsym(h, "nccl_user_groups"));
     return groups == nullptr ? 11 : groups(std::atoi(argv[2] + 7));
   }
-  auto run = reinterpret_cast<int (*)()>(dlsym(h, "nccl_user_run"));
+  // "watchdog": a failed allreduce, then the communicator aborted from another thread and the
+  // process torn down (nccl_user_watchdog).
+  const char* entry = argc > 2 && std::strcmp(argv[2], "watchdog") == 0 ? "nccl_user_watchdog" : "nccl_user_run";
+  auto run = reinterpret_cast<int (*)()>(dlsym(h, entry));
   if (run == nullptr) return 11;
   return run();
 }

@@ -4,6 +4,8 @@
 // prints what each call returned.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
 
 #include "nccl_abi.h"
 
@@ -76,4 +78,22 @@ extern "C" __attribute__((visibility("default"))) int nccl_user_groups(int steps
   ncclCommDestroy(half);
   ncclCommDestroy(world);
   return 0;
+}
+
+// What PyTorch's NCCL watchdog does when a collective failed or timed out (issue 32): the world
+// (4 ranks, rank 3), one allreduce, whose result is printed; if it failed, another thread (the
+// watchdog's) aborts the communicator and the process tears itself down (SIGABRT).
+extern "C" __attribute__((visibility("default"))) int nccl_user_watchdog() {
+  ncclComm_t world = nullptr;
+  if (ncclCommInitRankConfig(&world, 4, make_id(true), 3, nullptr) != ncclSuccess) return 12;
+  int a = ncclAllReduce(nullptr, nullptr, 1 << 20, ncclFloat32, ncclSum, world, nullptr);
+  std::printf("allreduce %d\n", a);
+  std::fflush(stdout);
+  if (a == ncclSuccess) {
+    ncclCommDestroy(world);
+    return 0;
+  }
+  std::thread watchdog([world] { ncclCommAbort(world); });
+  watchdog.join();
+  std::abort();
 }

@@ -162,6 +162,42 @@ TEST(NcclCapture, CommSizePicksTheCommunicator) {
   }
 }
 
+// A rank whose watchdog gives up (issue 32): its allreduce fails, another thread aborts the
+// communicator, the process dies by SIGABRT. The trace records the abort (and a clean run's
+// destroy); the chaos summary says when the communicator was aborted and names the signal.
+TEST(NcclCapture, AnAbortedCommunicatorIsHowTheRankEnded) {
+  std::string dir = fresh_dir("nccl-watchdog");
+  RunResult r = record(dir, {program("nccl_init"), program("libnccl_user.so"), "watchdog"}, {},
+                       {"-q", "--fault", "ncclAllReduce:ncclRemoteError,nth=1"});
+  EXPECT_NE(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "allreduce 6\n");
+  auto lines = dump(dir);
+  auto aborts = of_type(lines, "call", "ncclCommAbort");
+  ASSERT_EQ(aborts.size(), 1u);
+  auto inits = of_type(lines, "call", "ncclCommInitRankConfig");
+  ASSERT_EQ(inits.size(), 1u);
+  EXPECT_EQ(aborts[0]["comm"], inits[0]["comm"]);
+  EXPECT_NE(aborts[0]["tid"], inits[0]["tid"]) << "the watchdog's thread";
+  json s = analyze_summary(dir);
+  ASSERT_TRUE(s["chaos"].is_object()) << s.dump(2);
+  ASSERT_EQ(s["chaos"]["ends"].size(), 1u) << s["chaos"];
+  const json& end = s["chaos"]["ends"][0];
+  EXPECT_EQ(end["ended"], "killed by signal 6 (SIGABRT)");
+  ASSERT_TRUE(end["nccl_abort_after_s"].is_number()) << end;
+  EXPECT_GE(end["nccl_abort_after_s"].get<double>(), 0.0);
+  RunResult text = run({cuprobe_bin(), "analyze", dir});
+  EXPECT_NE(text.out.find("killed by signal 6 (SIGABRT)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("it aborted its NCCL communicator"), std::string::npos) << text.out;
+
+  // Without the fault the allreduce works and the communicator is destroyed, not aborted.
+  std::string clean = fresh_dir("nccl-watchdog-clean");
+  RunResult ok = record(clean, {program("nccl_init"), program("libnccl_user.so"), "watchdog"});
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  auto clean_lines = dump(clean);
+  EXPECT_EQ(of_type(clean_lines, "call", "ncclCommDestroy").size(), 1u) << ok.out << ok.err << clean_lines.size();
+  EXPECT_TRUE(of_type(clean_lines, "call", "ncclCommAbort").empty());
+}
+
 TEST(NcclCapture, AnalyzeNamesTheProcessByItsNcclRankUnlessRankIsSet) {
   std::vector<std::string> argv = {program("nccl_init"), program("libnccl_user.so")};
   std::string dir = fresh_dir("nccl-analyze");

@@ -9,7 +9,12 @@
 
 namespace cuprobe::analysis {
 
-FaultTracker::FaultTracker(const reader::Trace& trace) : trace_(trace), active_(!trace.fault_rules().empty()) {}
+FaultTracker::FaultTracker(const reader::Trace& trace) : trace_(trace), active_(!trace.fault_rules().empty()) {
+  const auto& apis = trace.apis();
+  for (size_t id = 0; id < apis.size(); ++id) {
+    if (apis[id].name == "ncclCommAbort") abort_api_ = int(id);
+  }
+}
 
 void FaultTracker::follow(const reader::Event& e, const ApiView& v) {
   auto it = pending_.find(e.tid);
@@ -75,6 +80,7 @@ bool FaultTracker::resolve(Pending& p, const reader::Event& e, const ApiView& v)
 }
 
 void FaultTracker::finish(ProcessFacts& f) {
+  f.nccl_abort_ns = abort_ns_;
   // What is still pending: no call of its kind followed on that thread.
   for (auto& [tid, list] : pending_) {
     for (const Pending& p : list) injected_[p.index].outcome = "stopped";

@@ -16,9 +16,10 @@ class FaultTracker {
  public:
   explicit FaultTracker(const reader::Trace& trace);
   void on_event(const reader::Event& e, const ApiView& v) {
+    if (e.api == abort_api_ && abort_ns_ == 0) abort_ns_ = e.ts_ns;
     if (active_) follow(e, v);
   }
-  // injected, fault_rules, mem_cap.
+  // injected, fault_rules, mem_cap, nccl_abort_ns.
   void finish(ProcessFacts& f);
 
  private:
@@ -39,6 +40,8 @@ class FaultTracker {
 
   const reader::Trace& trace_;
   const bool active_;  // the trace has a fault plan
+  int abort_api_ = -1;  // ncclCommAbort's API id in this trace
+  uint64_t abort_ns_ = 0;
   std::vector<InjectedFault> injected_;
   std::unordered_map<uint32_t, std::vector<Pending>> pending_;  // by thread
 };

@@ -3,7 +3,10 @@
 // handful per process) and tell who a process is when its launcher set no RANK variable
 // (torch.multiprocessing.spawn, issue 13). And the collectives and point-to-point calls, which
 // fault rules may fail or delay (issue 32: a rank whose allreduce hangs, for watchdog tests);
-// each is one record (DDP makes a few per step: its gradient buckets).
+// each is one record (DDP makes a few per step: its gradient buckets). And the two ways a
+// communicator ends: ncclCommDestroy (a clean shutdown) and ncclCommAbort (what PyTorch's NCCL
+// watchdog calls when a collective timed out or failed, before it tears the process down), which
+// tell a chaos test how a rank ended; recorded only, never faulted.
 //
 // Same entry format as cudart_hooks.h; parameter lists are NCCL 2.28's nccl.h, checked at compile
 // time where nccl.h is installed (shim/nccl_abi.h declares the few types otherwise).
@@ -52,4 +55,6 @@
     (sendbuff, count, datatype, peer, comm, stream), Faultable)                                                        \
   X(ncclResult_t, ncclRecv, ncclRecv,                                                                                  \
     (void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream),           \
-    (recvbuff, count, datatype, peer, comm, stream), Faultable)
+    (recvbuff, count, datatype, peer, comm, stream), Faultable)                                                        \
+  X(ncclResult_t, ncclCommAbort, ncclCommAbort, (ncclComm_t comm), (comm), 0)                                          \
+  X(ncclResult_t, ncclCommDestroy, ncclCommDestroy, (ncclComm_t comm), (comm), 0)
