@@ -26,8 +26,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SearchCandidate, plan, engine, k
 // problem_info is rebound from the problem's text (facts_from_json).
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SearchRecord, pid, tid, device, api, mode, function, problem,
                                                 problem_hash, start_ns, end_ns, stack, candidates, winner,
-                                                search_workspace, probe_bytes, probes, align, plans_rejected, steered,
-                                                complete)
+                                                search_workspace, probe_bytes, probes, align, plans_rejected, build_ns,
+                                                launch_ns, wait_ns, steered, complete)
 
 }  // namespace cuprobe::reader
 

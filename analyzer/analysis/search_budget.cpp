@@ -1,6 +1,7 @@
 // The search budget's account of a process: see search_budget.h.
 #include "analysis/search_budget.h"
 
+#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
@@ -41,6 +42,9 @@ BudgetSummary budget_summary(const ProcessFacts& p) {
     double ms = r.end_ns > r.start_ns ? double(r.end_ns - r.start_ns) / 1e6 : 0;
     if (r.steered == trace::PinOutcome::kBudgeted) {
       s.took_ms += ms;
+      s.took_wait_ms += double(r.wait_ns) / 1e6;
+      s.took_build_ms += double(r.build_ns) / 1e6;
+      s.took_launch_ms += double(r.launch_ns) / 1e6;
     } else if (r.benchmark() && !r.was_steered()) {
       ++s.searches;
       s.search_ms += ms;
@@ -70,6 +74,13 @@ std::string budget_text(const BudgetSummary& s) {
         "about {} of searching saved (each at the mean the process's searches had taken so far), "
         "{} spent choosing them",
         duration(s.expected_ms), duration(s.took_ms));
+    if (s.took_ms > 0 && s.took_wait_ms + s.took_build_ms + s.took_launch_ms > 0) {
+      double rest = std::max(0.0, s.took_ms - s.took_wait_ms - s.took_build_ms - s.took_launch_ms);
+      out += fmt::format(
+          " ({} waiting for the device in timing runs, {} building plans, {} launching runs, {} in cuDNN's "
+          "heuristics and the framework)",
+          duration(s.took_wait_ms), duration(s.took_build_ms), duration(s.took_launch_ms), duration(rest));
+    }
   }
   if (s.searched_later > 0) {
     out += fmt::format("; {} searched later, when their plans kept running and the budget allowed ({})",
@@ -99,6 +110,11 @@ nlohmann::json budget_json(const BudgetSummary& s) {
       {"share_when_first_budgeted_pct", or_null(s.first_share_pct)},
       {"searches_saved_s", s.expected_ms / 1e3},
       {"budgeted_selections_s", s.took_ms / 1e3},
+      {"budgeted_selections_breakdown_s",
+       {{"waiting", s.took_wait_ms / 1e3},
+        {"building", s.took_build_ms / 1e3},
+        {"launching", s.took_launch_ms / 1e3},
+        {"other", std::max(0.0, s.took_ms - s.took_wait_ms - s.took_build_ms - s.took_launch_ms) / 1e3}}},
       {"searches", s.searches},
       {"searches_s", s.search_ms / 1e3},
       {"searched_later", s.searched_later},

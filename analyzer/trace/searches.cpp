@@ -20,6 +20,7 @@ enum Role : uint8_t {
   kLegacyFind,
   kLegacyGet,
   kLegacyConvExec,
+  kSync,
 };
 
 constexpr int kGraphKind = 15;  // CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR
@@ -71,6 +72,8 @@ SearchTracker::SearchTracker(const Trace& trace, Sink sink) : trace_(trace), sin
     else if (a.flags & trace::kApiLegacyFind) role_[id] = kLegacyFind;
     else if (a.flags & trace::kApiLegacyGet) role_[id] = kLegacyGet;
     else if (a.flags & trace::kApiLegacyConvExec) role_[id] = kLegacyConvExec;
+    else if (a.flags & trace::kApiSync)
+      role_[id] = kSync;
   }
   for (const PinEvent& p : trace.pins()) {
     if (p.outcome == trace::PinOutcome::kPinned || p.outcome == trace::PinOutcome::kBudgeted) {
@@ -122,6 +125,10 @@ void SearchTracker::on_event(const Event& e) {
   if (role == kOther) return;
   const Fields& f = fields_[e.api];
   ThreadState& ts = threads_[e.tid];
+  if (role == kSync) {  // the thread waited for the device while choosing a plan
+    if (ts.episode.open) ts.episode.rec.wait_ns += e.dur_ns;
+    return;
+  }
   // An allocation freed before the thread did any other work the tracker sees was a probe: an
   // allocator measuring the room it has (PyTorch's cudaMallocAsync backend does so before each
   // search: CudaMallocAsyncAllocator::cacheInfo), which no plan ran in. Anything else: in use.
@@ -186,6 +193,7 @@ void SearchTracker::on_finalize(const Event& e, const Fields& f, Episode& ep) {
   if (ep.rec.stack == 0) ep.rec.stack = e.stack;
   ep.rec.end_ns = e.ts_ns + e.dur_ns;
   if (kind != kPlanKind) return;
+  ep.rec.build_ns += e.dur_ns;
   SearchCandidate c;
   c.plan = u(e, f.desc);
   c.engine = i(e, f.engine);
@@ -213,6 +221,7 @@ void SearchTracker::on_execute(const Event& e, const Fields& f, ThreadState& ts)
   }
   SearchCandidate& c = ep.rec.candidates[it->second];
   bool rerun_after_timing = ep.timed && c.time_ms >= 0;
+  if (!rerun_after_timing) ep.rec.launch_ns += e.dur_ns;
   c.executions++;
   c.exec_status = e.ret;
   if (e.injected()) c.injected = true;

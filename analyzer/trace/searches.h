@@ -87,6 +87,11 @@ struct SearchRecord {
   int probes = 0;
   uint32_t align = 0;             // smallest alignment of the problem's data (bytes), 0 unknown
   int plans_rejected = 0;         // candidates whose build failed (routine NOT_SUPPORTED)
+  // Where the selection's time went, of its calls on its thread (backend selections): building
+  // candidate plans (their finalizes), launching candidate runs, and waiting for the device
+  // (synchronizations: the timing runs' device time shows here). The rest of end - start is
+  // cuDNN's heuristics and the framework's own work between the calls.
+  uint64_t build_ns = 0, launch_ns = 0, wait_ns = 0;
   // How the shim steered this selection: kPinned (plan pinning replayed a plan file's plan) or
   // kBudgeted (the search budget gave it cuDNN's heuristic choice); kCount when it did not.
   trace::PinOutcome steered = trace::PinOutcome::kCount;

@@ -47,7 +47,9 @@ json budget_of(const json& analysis) { return analysis["summary"]["per_process"]
 TEST(SearchBudget, PastTheBudgetNewShapesTakeTheHeuristicPlanAfterOneCandidate) {
   auto heuristic = heuristic_winners();
   std::string dir = fresh_dir("budget-hit");
-  RunResult r = record(dir, search_cmd(kStorm), {}, {"--search-budget", "5%"});
+  // Each timed run waits 2 ms for the device (the double's synchronizations).
+  RunResult r =
+      record(dir, search_cmd(kStorm), {{"FAKECUDA_DELAY_US", "cudaEventSynchronize:2000"}}, {"--search-budget", "5%"});
   ASSERT_EQ(r.status, 0) << r.err;
   auto got = picks(r.out);
   ASSERT_EQ(got.size(), 12u) << r.out;
@@ -88,6 +90,18 @@ TEST(SearchBudget, PastTheBudgetNewShapesTakeTheHeuristicPlanAfterOneCandidate) 
   EXPECT_EQ(b["budgeted"], 9);
   EXPECT_EQ(b["searches"], 3);
   EXPECT_GT(b["searches_saved_s"].get<double>(), 0);
+  // Where choosing them went: the parts add up to the whole, and the double's timing runs make
+  // waiting for the device (cudaEventSynchronize, FAKECUDA_DELAY_US below) the largest part.
+  const json& parts = b["budgeted_selections_breakdown_s"];
+  double sum = 0;
+  for (const char* k : {"waiting", "building", "launching", "other"}) {
+    ASSERT_TRUE(parts[k].is_number()) << parts;
+    EXPECT_GE(parts[k].get<double>(), 0) << k;
+    sum += parts[k].get<double>();
+  }
+  EXPECT_NEAR(sum, b["budgeted_selections_s"].get<double>(), 1e-6) << parts;
+  EXPECT_GT(parts["waiting"].get<double>(), 0.5 * b["budgeted_selections_s"].get<double>()) << parts;
+  EXPECT_NE(b["text"].get<std::string>().find(" waiting for the device in timing runs, "), std::string::npos) << b;
   // The searches that ran were the warm-up: research-storm says the budget kept the storm in check.
   bool info = false;
   for (const auto& f : a["findings"]) {
