@@ -1,6 +1,6 @@
 // The exported NCCL wrappers and their argument-field table, expanded from nccl_hooks.h (each
 // wrapper's type checked against nccl.h where it is installed, see nccl_abi.h), and the queries a
-// split's capture makes of the real library.
+// split's capture and a comm-size fault rule make of the real library.
 #include <type_traits>
 
 #include "capture_nccl.h"
