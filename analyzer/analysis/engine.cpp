@@ -181,6 +181,11 @@ json chaos_json(const AllFacts& all, bool job_did_work) {
     if (r.index == fault->rule) rule = r.name;
   }
   json ends = json::array();
+  // When each rank's processes ended (wall), to tell a restarted rank's new process.
+  std::multimap<int, uint64_t> rank_ends;
+  for (const ProcessFacts& p : all.processes) {
+    if (p.rank >= 0) rank_ends.emplace(p.rank, p.trace->wall_ns(p.last_ns));
+  }
   for (const ProcessFacts& p : all.processes) {
     // A process that did no device work is a launcher or a helper, unless the fault hit it or it
     // aborted a communicator (a process of NCCL calls only, such as the doubles' tests).
@@ -188,6 +193,27 @@ json chaos_json(const AllFacts& all, bool job_did_work) {
     if (!involved && (is_launcher(p, job_did_work) || !p.did_work)) continue;
     const reader::Trace& t = *p.trace;
     uint64_t start = t.wall_ns(p.first_ns), end = t.wall_ns(p.last_ns);
+    // What the ending says about the job, where it says something: a watchdog's teardown, a
+    // process another one stopped, a rank's new process.
+    std::string meaning;
+    const bool signaled = t.state() == trace::FileState::kSignaled;
+    bool restart = false;
+    if (start > first_wall && p.rank >= 0) {
+      auto [lo, hi] = rank_ends.equal_range(p.rank);
+      for (auto it = lo; it != hi; ++it) restart = restart || (it->second <= start && it->second >= first_wall);
+    }
+    if (restart) {
+      meaning = fmt::format(
+          "a new process of rank {}, started after one of that rank ended (a launcher's restart: "
+          "torchrun's elastic agent)",
+          p.rank);
+    } else if (signaled && t.end_signal() == 6 && p.nccl_abort_ns != 0) {
+      meaning =
+          "its NCCL watchdog gave up (it aborted the communicator after a collective timed out or failed) "
+          "and tore the process down";
+    } else if (signaled && t.end_signal() == 15 && p.injected.empty() && end >= first_wall) {
+      meaning = "stopped from outside after the fault (a launcher stops the other ranks once one has failed)";
+    }
     std::string how = t.state() == trace::FileState::kSignaled    ? signal_text(t.end_signal())
                       : t.state() == trace::FileState::kExited    ? "exited"
                       : t.state() == trace::FileState::kExeced    ? "replaced itself (exec)"
@@ -200,7 +226,8 @@ json chaos_json(const AllFacts& all, bool job_did_work) {
                     {"nccl_abort_after_s",
                      p.nccl_abort_ns ? json(seconds_from(t.wall_ns(p.nccl_abort_ns), first_wall)) : json(nullptr)},
                     {"started_after_s", start > first_wall ? json(double(start - first_wall) / 1e9) : json(nullptr)},
-                    {"after_s", seconds_from(end, first_wall)}});
+                    {"after_s", seconds_from(end, first_wall)},
+                    {"meaning", meaning.empty() ? json(nullptr) : json(meaning)}});
   }
   return {{"first_injection",
            {{"process", process_label(*first)},
@@ -673,9 +700,9 @@ void print_report(const Report& raw, bool color, FILE* out, bool per_rank) {
             "collective timed out or failed)",
             std::fabs(a), a >= 0 ? "after" : "before");
       }
-      fmt::print(out, "      {}: {}, {}{}{}\n", e["process"].get<std::string>(), e["ended"].get<std::string>(), when,
+      fmt::print(out, "      {}: {}, {}{}{}{}\n", e["process"].get<std::string>(), e["ended"].get<std::string>(), when,
                  e["injected"].get<uint64_t>() ? fmt::format(" ({} injected here)", e["injected"].get<uint64_t>()) : "",
-                 abort);
+                 abort, e["meaning"].is_string() ? ": " + e["meaning"].get<std::string>() : "");
     }
   }
   for (const auto& w : r.warnings) fmt::print(out, "  {} {}\n", paint("33", "note:"), w);

@@ -707,7 +707,7 @@ inline constexpr const char* kPageTail = R"PAGE(</script>
         var rel = function (v) { return v >= 0 ? v.toFixed(1) + ' s after it' : (-v).toFixed(1) + ' s before it'; };
         var when = e.started_after_s != null ? 'started ' + e.started_after_s.toFixed(1) + ' s after it, ended ' + e.after_s.toFixed(1) + ' s after it'
           : rel(e.after_s);
-        return [e.process, e.ended, when, num(e.injected), e.nccl_abort_after_s != null ? rel(e.nccl_abort_after_s) : '-'];
+        return [e.process, e.ended + (e.meaning ? ': ' + e.meaning : ''), when, num(e.injected), e.nccl_abort_after_s != null ? rel(e.nccl_abort_after_s) : '-'];
       }), [0, 0, 0, 1, 0]);
       ends.classList.add('chaos-table');
       sec.appendChild(wrap(ends));

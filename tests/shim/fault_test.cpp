@@ -3,8 +3,10 @@
 // malformed plans, and what `cuprobe analyze` makes of injected failures.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "support/run.h"
@@ -205,6 +207,43 @@ TEST(Faults, RandomRankAimsAtOneRankOfTheJob) {
   auto rules = of_type(picked.lines, "fault_rule");
   ASSERT_EQ(rules.size(), 1u);
   EXPECT_NE(rules[0]["rule"].get<std::string>().find("rank=random,seed="), std::string::npos) << rules[0];
+}
+
+// What the endings say (issue 32): rank 0 runs on, rank 1 gets the fault and exits, a launcher
+// stops rank 0 (SIGTERM) and starts a new process of rank 1. The analysis names the stop and the
+// restart for what they are.
+TEST(Faults, TheAnalysisTellsAStoppedRankAndARestartedOne) {
+  std::string job = fresh_dir("fault-restart") + "/run";
+  ASSERT_EQ(record(job, {program("fault_probe"), "malloc:10"}, shim_env({{"RANK", "9"}}), {"-q"}).status, 0);
+  Env rank0 = shim_env({{"LD_PRELOAD", shim_preload()}, {"CUPROBE_OUT", job}, {"RANK", "0"}, {"WORLD_SIZE", "2"}});
+  Child c = spawn({program("killable"), "200"}, rank0);
+  ASSERT_GT(c.pid, 0);
+  ASSERT_EQ(c.read_line(60000), "ready 200");
+  Env rank1 = shim_env({{"RANK", "1"}, {"WORLD_SIZE", "2"}});
+  RunResult hit =
+      record(job, {program("fault_probe"), "malloc:10"}, rank1, {"-q", "--append", "--fault", "alloc:OOM,rank=1"});
+  ASSERT_EQ(hit.status, 0) << hit.err;
+  ASSERT_EQ(hit.out.rfind("malloc 10 2 ", 0), 0u) << hit.out;
+  kill(c.pid, SIGTERM);
+  EXPECT_EQ(c.wait(), 128 + SIGTERM);
+  ASSERT_EQ(record(job, {program("fault_probe"), "malloc:10"}, rank1, {"-q", "--append"}).status, 0);
+  auto a = analyze_json({job});
+  const json& chaos = a["summary"]["chaos"];
+  ASSERT_TRUE(chaos.is_object()) << a["summary"];
+  std::map<std::string, json> by;  // "rank/started later"
+  for (const auto& e : chaos["ends"]) {
+    by[std::to_string(e["rank"].get<int>()) + (e["started_after_s"].is_number() ? "+" : "")] = e;
+  }
+  ASSERT_TRUE(by.count("0") && by.count("1") && by.count("1+")) << chaos;
+  EXPECT_EQ(by["0"]["ended"], "killed by signal 15 (SIGTERM)");
+  EXPECT_NE(by["0"]["meaning"].get<std::string>().find("stopped from outside after the fault"), std::string::npos)
+      << by["0"];
+  EXPECT_TRUE(by["1"]["meaning"].is_null()) << by["1"];
+  EXPECT_EQ(by["1"]["injected"], 1);
+  EXPECT_NE(by["1+"]["meaning"].get<std::string>().find("a new process of rank 1"), std::string::npos) << by["1+"];
+  EXPECT_FALSE(by.count("9+")) << "a process that ended before the fault is not a restart";
+  RunResult text = run({cuprobe_bin(), "analyze", job});
+  EXPECT_NE(text.out.find("a launcher's restart"), std::string::npos) << text.out;
 }
 
 // A process whose launcher set no RANK (torch.multiprocessing.spawn) is aimed at by the rank of

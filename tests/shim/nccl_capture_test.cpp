@@ -185,6 +185,7 @@ TEST(NcclCapture, AnAbortedCommunicatorIsHowTheRankEnded) {
   EXPECT_EQ(end["ended"], "killed by signal 6 (SIGABRT)");
   ASSERT_TRUE(end["nccl_abort_after_s"].is_number()) << end;
   EXPECT_GE(end["nccl_abort_after_s"].get<double>(), 0.0);
+  EXPECT_NE(end.value("meaning", "").find("its NCCL watchdog gave up"), std::string::npos) << end;
   RunResult text = run({cuprobe_bin(), "analyze", dir});
   EXPECT_NE(text.out.find("killed by signal 6 (SIGABRT)"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("it aborted its NCCL communicator"), std::string::npos) << text.out;
