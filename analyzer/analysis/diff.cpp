@@ -647,23 +647,18 @@ json compare(const Side& a, const std::vector<size_t>& ia, const Side& b, const 
   // Where the steady-state allocations came from, each side (of the first pair), when their
   // number changed by half a call per step or more: symbolizing is only worth it then.
   json allocations = allocations_json(e);
+  reader::Symbolizer symbols;  // opened only if a side's sites are asked for
+  AllFacts sites;
+  sites.symbols = &symbols;
+  const ProcessFacts& pa = a.procs[ia.front()];
+  const ProcessFacts& pb = b.procs[ib.front()];
   if (std::fabs(e.allocs_b - e.allocs_a) >= 0.5) {
-    reader::Symbolizer symbols;
-    AllFacts sites;
-    sites.symbols = &symbols;
-    const ProcessFacts& pa = a.procs[ia.front()];
-    const ProcessFacts& pb = b.procs[ib.front()];
     allocations["a_sites"] = top_sites(sites, pa, pa.steady_alloc_stacks, "steady-state allocations from");
     allocations["b_sites"] = top_sites(sites, pb, pb.steady_alloc_stacks, "steady-state allocations from");
   }
   // Likewise where the synchronizations came from (a sample of them in long runs).
   json syncs = syncs_json(e);
   if (std::fabs(e.sync_calls_b - e.sync_calls_a) >= 0.5) {
-    reader::Symbolizer symbols;
-    AllFacts sites;
-    sites.symbols = &symbols;
-    const ProcessFacts& pa = a.procs[ia.front()];
-    const ProcessFacts& pb = b.procs[ib.front()];
     syncs["a_sites"] = top_sites(sites, pa, pa.sync_stacks, "synchronizations from", 3, pa.sync_stack_stride);
     syncs["b_sites"] = top_sites(sites, pb, pb.sync_stacks, "synchronizations from", 3, pb.sync_stack_stride);
     if (syncs["a_sites"].empty() && syncs["b_sites"].empty()) {

@@ -4,27 +4,29 @@ and prints its rank. Under `cuprobe record`, `cuprobe analyze` must name every p
 printed here, from NCCL ("ranks: 0, 1 (from NCCL communicators)"), and `cuprobe dump` must show
 nccl_rank and nccl_world_size on each process line.
 
-    cuprobe record -o run -- python3 tests/gpu/nccl_rank.py
+    cuprobe record -o run -- python3 tests/gpu/nccl_rank.py [--all-reduces N]
     cuprobe analyze run
 """
 import os
 import socket
+import sys
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
 
-def work(index, world, port):
+def work(index, world, port, all_reduces=1):
     assert "RANK" not in os.environ and "LOCAL_RANK" not in os.environ, "spawn should set no rank variable"
     torch.cuda.set_device(index)
     # The store's address only: no RANK/WORLD_SIZE variables, the rank is passed as an argument.
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=index, world_size=world)
-    x = torch.full((1 << 20,), float(index + 1), device="cuda")
-    dist.all_reduce(x)
-    torch.cuda.synchronize()
     expected = world * (world + 1) / 2
-    assert x[0].item() == expected, (x[0].item(), expected)
+    for i in range(all_reduces):
+        x = torch.full((1 << 20,), float(index + 1), device="cuda")
+        dist.all_reduce(x)
+        torch.cuda.synchronize()
+        assert x[0].item() == expected, (i, x[0].item(), expected)
     print(f"rank {dist.get_rank()} of {world} on cuda:{index} pid {os.getpid()}: sum {x[0].item():.0f}", flush=True)
     dist.destroy_process_group()
 
@@ -39,4 +41,6 @@ if __name__ == "__main__":
     world = torch.cuda.device_count()
     if world == 0:
         raise SystemExit("no GPU")
-    mp.spawn(work, args=(world, free_port()), nprocs=world, join=True)
+    # --all-reduces N (default 1): N all_reduce calls (the chaos scenario aims a fault at one).
+    n = int(sys.argv[sys.argv.index("--all-reduces") + 1]) if "--all-reduces" in sys.argv else 1
+    mp.spawn(work, args=(world, free_port(), n), nprocs=world, join=True)

@@ -4,4 +4,4 @@
 # RANK variable), fails that rank's third all_reduce with ncclRemoteError.
 : "${CUPROBE:?}" "${TRACE_DIR:?}" "${SCEN:?}"
 timeout -k 10 90 "$CUPROBE" record -q -o "$TRACE_DIR" \
-  --fault 'ncclAllReduce:ncclRemoteError,nth=3,rank=0' -- python3 "$SCEN/prog.py"
+  --fault 'ncclAllReduce:ncclRemoteError,nth=3,rank=0' -- python3 tests/gpu/nccl_rank.py --all-reduces 10
