@@ -273,18 +273,20 @@ TEST(Trackers, TheCallThatBeginsTheSecondStepIsNotItsChurn) {
 
 // cudnn.benchmark off through the backend API (PyTorch's heuristic path): the operation graph
 // finalized, the heuristics' first plan built and run; later steps run the cached plan.
-std::string heuristic_selection(uint64_t ts_ms, const char* hash, int64_t plan) {
+std::string heuristic_selection(uint64_t ts_ms, const char* hash, int64_t plan, uint32_t tid = 1) {
   std::string problem = fmt::format(R"("problem": "conv_fwd {}", "problem_hash": "{}")", hash, hash);
-  return call("cudnnBackendFinalize", ts_ms, 0, fmt::format(R"("desc": {}, "kind": 15, {})", plan + 1000, problem)) +
+  return call("cudnnBackendFinalize", ts_ms, 0, fmt::format(R"("desc": {}, "kind": 15, {})", plan + 1000, problem),
+              tid) +
          call("cudnnBackendFinalize", ts_ms, 0,
-              fmt::format(R"("desc": {}, "kind": 5, "engine": 7, "knobs": "k=1", {})", plan, problem)) +
+              fmt::format(R"("desc": {}, "kind": 5, "engine": 7, "knobs": "k=1", {})", plan, problem), tid) +
          call("cudnnBackendExecute", ts_ms + 1, 0,
-              fmt::format(R"("plan": {}, "engine": 7, "knobs": "k=1", {})", plan, problem));
+              fmt::format(R"("plan": {}, "engine": 7, "knobs": "k=1", {})", plan, problem), tid);
 }
-std::string backend_run(uint64_t ts_ms, const char* hash, int64_t plan) {
+std::string backend_run(uint64_t ts_ms, const char* hash, int64_t plan, uint32_t tid = 1) {
   return call("cudnnBackendExecute", ts_ms, 0,
               fmt::format(R"("plan": {}, "engine": 7, "knobs": "k=1", "problem": "conv_fwd {}", "problem_hash": "{}")",
-                          plan, hash, hash));
+                          plan, hash, hash),
+              tid);
 }
 
 TEST(Trackers, BenchmarkOffStepsBeginAtTheFirstLayerNotAtALayerThatRecursWithinAStep) {
@@ -315,6 +317,28 @@ TEST(Trackers, BenchmarkOffStepsBeginAtTheFirstLayerNotAtALayerThatRecursWithinA
   // Each selection is a heuristic one that chose the plan it ran.
   ASSERT_EQ(f.searches.size(), 4u);
   for (const auto& s : f.searches) EXPECT_FALSE(s.benchmark()) << s.problem;
+}
+
+TEST(Trackers, BenchmarkOffStepsWithTheBackwardOnItsOwnThread) {
+  // As PyTorch runs them: the forward's convolutions on the main thread (1), the backward's on
+  // autograd's thread (2), each thread's last selection left open until its next step.
+  std::string text = process_line(2000 * kMs);
+  text += heuristic_selection(1000, "0xa1", 1);
+  text += heuristic_selection(1010, "0xb2", 2);
+  text += heuristic_selection(1020, "0xb3", 3, 2);
+  text += heuristic_selection(1030, "0xa4", 4, 2);
+  for (uint64_t step = 1; step < 4; ++step) {
+    uint64_t t = 1000 + step * 100;
+    text += backend_run(t, "0xa1", 1);
+    text += backend_run(t + 10, "0xb2", 2);
+    text += backend_run(t + 20, "0xb3", 3, 2);
+    text += backend_run(t + 30, "0xa4", 4, 2);
+  }
+  text += call("cudaDeviceSynchronize", 2000, 0, "", 1, 0);
+  auto trace = read(text);
+  ASSERT_TRUE(trace);
+  ProcessFacts f = gather_facts(*trace, FactOptions{});
+  EXPECT_EQ(f.step_starts, (std::vector<uint64_t>{1000 * kMs, 1100 * kMs, 1200 * kMs, 1300 * kMs}));
 }
 
 TEST(Trackers, WarmupEndsAfterTheFirstPartOfTheRunWithoutSteps) {
