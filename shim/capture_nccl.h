@@ -168,16 +168,13 @@ struct Capture<ApiId::ncclRecv> {
 };
 
 // A communicator's end: aborted (PyTorch's watchdog, after a timeout or an error) or destroyed.
-template <>
-struct Capture<ApiId::ncclCommAbort> {
+struct CommEndCapture {
   static constexpr const char* kFields = "comm:p";
   static void after(CallWriter& w, ncclResult_t, ncclComm_t comm) { w.p(comm); }
 };
-
 template <>
-struct Capture<ApiId::ncclCommDestroy> {
-  static constexpr const char* kFields = "comm:p";
-  static void after(CallWriter& w, ncclResult_t, ncclComm_t comm) { w.p(comm); }
-};
+struct Capture<ApiId::ncclCommAbort> : CommEndCapture {};
+template <>
+struct Capture<ApiId::ncclCommDestroy> : CommEndCapture {};
 
 }  // namespace cuprobe::shim
