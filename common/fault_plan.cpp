@@ -28,11 +28,11 @@ const Group kGroups[] = {
     {"host-alloc", [](int a) { return faultable(a) && flag(a, trace::kApiHostAlloc); }},
     {"memcpy", [](int a) { return faultable(a) && flag(a, trace::kApiMemcpy); }},
     {"sync", [](int a) { return faultable(a) && flag(a, trace::kApiSync); }},
+    {"launch", [](int a) { return faultable(a) && flag(a, trace::kApiCounted); }},
     {"cudnn-create", [](int a) { return named(a, ApiId::cudnnCreate); }},
     {"cudnn-execute", [](int a) { return named(a, ApiId::cudnnBackendExecute); }},
     {"cudnn-finalize", [](int a) { return named(a, ApiId::cudnnBackendFinalize); }},
-    {"cudnn-find",
-     [](int a) { return faultable(a) && is_cudnn(a) && strncmp(kApis[a].name, "cudnnFind", 9) == 0; }},
+    {"cudnn-find", [](int a) { return faultable(a) && is_cudnn(a) && strncmp(kApis[a].name, "cudnnFind", 9) == 0; }},
     {"cudnn-legacy-exec",
      [](int a) { return faultable(a) && flag(a, trace::kApiCudnnExec) && !named(a, ApiId::cudnnBackendExecute); }},
 };
@@ -682,7 +682,8 @@ bool parse_rule(Span text, int index, Rule* r, char* err, size_t cap) {
 }  // namespace
 
 const char* group_names() {
-  return "alloc, host-alloc, memcpy, sync, cudnn-create, cudnn-execute, cudnn-finalize, cudnn-find, cudnn-legacy-exec";
+  return "alloc, host-alloc, memcpy, sync, launch, cudnn-create, cudnn-execute, cudnn-finalize, cudnn-find, "
+         "cudnn-legacy-exec";
 }
 
 int random_rank(uint64_t seed, int world_size) {

@@ -273,12 +273,17 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     ThreadState& t = t_state;
     if (__builtin_expect(real == nullptr, 0)) return missing(t);
     if constexpr (kCounted) {
+      // A kernel launch while a fault plan is loaded is decided out of line first, so that the
+      // counted path pays one load and a predicted branch for it.
+      if constexpr (kFaultable) {
+        if (__builtin_expect(g_faults_on, 0) && !t.launch_decided) return counted_with_faults(t, a...);
+      }
       if (count_only(t)) return real(a...);  // 2. count
     }
     if (!enter(t)) return real(a...);  // 3. enter: pass through
     FaultHit hit;
     Ret answer{};
-    if constexpr (kFaultable) {  // 4. faults
+    if constexpr (kFaultable && !kCounted) {  // 4. faults (a counted call's were decided in 2.)
       if (__builtin_expect(g_faults_on, 0) && inject(t, &hit, &answer, a...)) return leave(t, answer);
     }
     if constexpr (Steer<kSig>::kOn) {  // 5. steer
@@ -352,6 +357,23 @@ struct Interceptor<kApi, Ret (*)(A...)> {
     write(t, *answer, now_ticks(), 0, hit, a...);
     alert_fault_injected(kApi, *hit);
     return true;
+  }
+
+  // 4b. faults for a counted call (a kernel launch) while a plan is loaded: decided as any
+  // faultable call's, recorded only when a rule replaced it (a DELAY holds it, then it is counted
+  // and forwarded as usual).
+  [[gnu::noinline]] static Ret counted_with_faults(ThreadState& t, A... a) {
+    if (enter(t)) {
+      FaultHit hit;
+      Ret answer{};
+      bool replaced = inject(t, &hit, &answer, a...);
+      leave(t, answer);
+      if (replaced) return answer;
+    }
+    t.launch_decided = 1;  // then the launch goes on as any counted call (a launch calls no launch)
+    Ret r = call(a...);
+    t.launch_decided = 0;
+    return r;
   }
 
   // 5. steer: true when plan pinning answered the call itself (*answer, recorded). A call a rule

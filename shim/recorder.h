@@ -49,7 +49,8 @@ struct ThreadState {
   int32_t device;          // cached current CUDA device, -1 when unknown
   uint32_t device_probed;  // the real cudaGetDevice was asked once
   uint16_t inflight_api;   // trace::kNoApi when no real call is in flight
-  uint16_t pad;
+  uint8_t launch_decided;  // the fault plan has decided the kernel launch in progress (hook.h)
+  uint8_t pad;
   int32_t injected_error;  // a CUDA runtime error the fault plan returned that the runtime's
                            // own last-error state does not know about; 0 when none
   uint64_t inflight_start;

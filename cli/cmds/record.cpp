@@ -98,8 +98,9 @@ Fault mode (docs/faults.md): make chosen calls fail on purpose, before the real 
                         cudnn-execute:NOT_SUPPORTED,problem=conv_fwd x[64,first=2
                         cudaMalloc:OOM,size>=1GiB,p=0.1,seed=7
                         cudnn-finalize:NOT_SUPPORTED,engine=0,max=5
-                      CALLS: alloc, host-alloc, memcpy, sync, cudnn-create, cudnn-execute,
-                      cudnn-finalize, cudnn-find, cudnn-legacy-exec, or API names joined by |.
+                      CALLS: alloc, host-alloc, memcpy, sync, launch, cudnn-create,
+                      cudnn-execute, cudnn-finalize, cudnn-find, cudnn-legacy-exec, or API
+                      names joined by |.
                       ERROR: OOM, NOT_SUPPORTED, NOT_SUPPORTED_SHAPE, NOT_SUPPORTED_LAYOUT,
                       BAD_PARAM, INTERNAL_ERROR, EXECUTION_FAILED, NOT_INITIALIZED, any name
                       of cudaError_t, CUresult, cudnnStatus_t or ncclResult_t the calls can

@@ -11,6 +11,7 @@
 //   last / peek    cudaGetLastError / cudaPeekAtLastError  -> "last RET" / "peek RET"
 //   meminfo        cudaMemGetInfo      -> "meminfo RET FREE TOTAL"
 //   sync           cudaDeviceSynchronize -> "sync RET"
+//   launch         cudaLaunchKernel of a dummy kernel -> "launch RET"
 //   memcpy:SIZE    cudaMemcpy host to host -> "memcpy SIZE RET"
 //   device:D       cudaSetDevice       -> "device D RET"
 //   sleep:MS       sleep
@@ -95,6 +96,9 @@ int main(int argc, char** argv) {
       std::printf("meminfo %d %zu %zu\n", int(r), f, t);
     } else if (op == "sync") {
       std::printf("sync %d\n", int(cudaDeviceSynchronize()));
+    } else if (op == "launch") {
+      static int kernel;
+      std::printf("launch %d\n", int(cudaLaunchKernel(&kernel, dim3(1), dim3(32), nullptr, 0, nullptr)));
     } else if (op == "memcpy") {
       size_t n = num(a.at(1));
       std::vector<char> src(n, 1), dst(n, 0);

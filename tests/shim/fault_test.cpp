@@ -350,6 +350,27 @@ TEST(Faults, ADelayedAllocationIsStillWeighedByTheMemoryCap) {
   EXPECT_EQ(mallocs[1]["injected"], "mem-cap");
 }
 
+// Kernel launches take faults (issue 32: a launch failure on one rank), decided before they are
+// counted; after a sticky fault every launch fails too, as on a corrupted context.
+TEST(Faults, KernelLaunchesFailOnPurposeAndAfterAStickyFault) {
+  Traced one = probe("launch", {"--fault", "launch:cudaErrorLaunchFailure,nth=2"},
+                     {"launch", "launch", "last", "launch", "last"});
+  ASSERT_EQ(one.r.status, 0) << one.r.err;
+  EXPECT_EQ(one.out, (std::vector<std::string>{"launch 0", "launch 719", "last 719", "launch 0", "last 0"}));
+  auto injected = one.injected();
+  ASSERT_EQ(injected.size(), 1u);
+  EXPECT_EQ(injected[0]["api"], "cudaLaunchKernel");
+  EXPECT_EQ(one.rule("rule1")["matched"], 3);
+  Traced sticky = probe("launch-sticky", {"--fault", "sync:cudaErrorIllegalAddress,nth=1,sticky"},
+                        {"launch", "sync", "launch", "launch", "last"});
+  ASSERT_EQ(sticky.r.status, 0) << sticky.r.err;
+  EXPECT_EQ(sticky.out, (std::vector<std::string>{"launch 0", "sync 700", "launch 700", "launch 700", "last 700"}));
+  // Without a plan, launches are only counted, as before.
+  Traced plain = probe("launch-plain", {}, {"launch", "launch"});
+  EXPECT_EQ(plain.out, (std::vector<std::string>{"launch 0", "launch 0"}));
+  EXPECT_TRUE(plain.calls("cudaLaunchKernel").empty()) << "counted, not recorded";
+}
+
 TEST(Faults, SameSeedSameFaultsAcrossRunsAndThreads) {
   std::vector<std::string> opts = {"--fault", "alloc:OOM,p=0.3,seed=9,scope=thread"};
   Traced a = probe("det_a", opts, {"threads:4:60:64"});

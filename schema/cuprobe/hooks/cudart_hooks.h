@@ -155,30 +155,30 @@
   X(cudaError_t, cudaMemsetAsync_ptsz, cudaMemsetAsync,                                           \
     (void* devPtr, int value, size_t count, cudaStream_t stream), (devPtr, value, count, stream),  \
     Memcpy | InitsDevice | Faultable)                                                                         \
-  /* kernel launches: counted per thread and device unless CUPROBE_LAUNCH_EVENTS=1 */             \
+  /* kernel launches: counted per thread and device unless CUPROBE_LAUNCH_EVENTS=1; faultable */ \
   X(cudaError_t, cudaLaunchKernel, cudaLaunchKernel,                                              \
     (const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,                \
      cudaStream_t stream),                                                                        \
-    (func, gridDim, blockDim, args, sharedMem, stream), Counted)                                  \
+    (func, gridDim, blockDim, args, sharedMem, stream), Counted | Faultable)                            \
   X(cudaError_t, cudaLaunchKernel_ptsz, cudaLaunchKernel,                                         \
     (const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,                \
      cudaStream_t stream),                                                                        \
-    (func, gridDim, blockDim, args, sharedMem, stream), Counted)                                  \
+    (func, gridDim, blockDim, args, sharedMem, stream), Counted | Faultable)                            \
   X(cudaError_t, cudaLaunchKernelExC, cudaLaunchKernelExC,                                        \
     (const cudaLaunchConfig_t* config, const void* func, void** args), (config, func, args),      \
-    Counted)                                                                                      \
+    Counted | Faultable)                                                                          \
   X(cudaError_t, cudaLaunchKernelExC_ptsz, cudaLaunchKernelExC,                                   \
     (const cudaLaunchConfig_t* config, const void* func, void** args), (config, func, args),      \
-    Counted)                                                                                      \
+    Counted | Faultable)                                                                          \
   /* what kernel<<<...>>> compiles to since CUDA 12 (declared in cudart_internal.h) */           \
   X(cudaError_t, __cudaLaunchKernel, __cudaLaunchKernel,                                          \
     (cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,             \
      cudaStream_t stream),                                                                        \
-    (kernel, gridDim, blockDim, args, sharedMem, stream), Counted)                                \
+    (kernel, gridDim, blockDim, args, sharedMem, stream), Counted | Faultable)                            \
   X(cudaError_t, __cudaLaunchKernel_ptsz, __cudaLaunchKernel,                                     \
     (cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,             \
      cudaStream_t stream),                                                                        \
-    (kernel, gridDim, blockDim, args, sharedMem, stream), Counted)                                \
+    (kernel, gridDim, blockDim, args, sharedMem, stream), Counted | Faultable)                            \
   /* queried by the shim for the process header; recorded like any call when the app calls */   \
   X(cudaError_t, cudaGetDeviceProperties, cudaGetDeviceProperties,                                \
     (struct cudaDeviceProp * prop, int device), (prop, device), 0)                                \
