@@ -189,15 +189,16 @@ std::string common_value(const Side& s, const std::vector<size_t>& which, F valu
   return seen.size() == 1 ? *seen.begin() : (seen.empty() ? "" : "mixed");
 }
 
-// Of the processes `ia` of A and `ib` of B.
-void configuration_changes(const Side& a, const std::vector<size_t>& ia, const Side& b, const std::vector<size_t>& ib,
-                           std::vector<Change>& out) {
-  struct Dim {
-    const char* name;
-    std::function<std::string(const ProcessFacts&, const ProcessSettings&)> value;
-    std::set<std::string> explains;
-  };
-  const std::vector<Dim> dims = {
+// A setting a run is configured with: its name, its value in one process, and the effects a
+// difference in it explains.
+struct Dim {
+  const char* name;
+  std::function<std::string(const ProcessFacts&, const ProcessSettings&)> value;
+  std::set<std::string> explains;
+};
+
+const std::vector<Dim>& setting_dims() {
+  static const std::vector<Dim> dims = {
       {"cudnn.benchmark",
        [](const ProcessFacts&, const ProcessSettings& s) {
          return setting_word(s.benchmark, "on (timed searches)", "off (heuristics)");
@@ -261,7 +262,13 @@ void configuration_changes(const Side& a, const std::vector<size_t>& ia, const S
        },
        {"memory", "allocations", "failures"}},
   };
-  for (const auto& d : dims) {
+  return dims;
+}
+
+// Of the processes `ia` of A and `ib` of B.
+void configuration_changes(const Side& a, const std::vector<size_t>& ia, const Side& b, const std::vector<size_t>& ib,
+                           std::vector<Change>& out) {
+  for (const auto& d : setting_dims()) {
     std::string va = common_value(a, ia, d.value), vb = common_value(b, ib, d.value);
     // A setting one side's traces cannot tell (pinned selections show one candidate, so nothing
     // of deterministic mode or TF32) is not a difference.
@@ -732,9 +739,21 @@ Result<json> diff_ranks(const DiffOptions& o) {
   auto s = load_side(o.a, o.threads, "the run");
   if (!s) return s.error();
   if (s->procs.size() < 2) return Error{"--ranks compares a job's ranks: this run has one process that did CUDA work"};
-  // The typical process: the one whose step is the median of the job's.
+  // The typical process: of the processes configured as most of them are (every setting diff
+  // compares), the one whose step is their median. By step alone, a job of ranks with steps alike
+  // could take its one differently configured rank as the typical one and blame all the others.
+  std::map<std::string, std::vector<size_t>> by_settings;
+  for (size_t i = 0; i < s->procs.size(); ++i) {
+    std::string key;
+    for (const auto& d : setting_dims()) key += d.value(s->procs[i], s->settings[i]) + '\n';
+    by_settings[key].push_back(i);
+  }
+  const std::vector<size_t>* most = nullptr;
+  for (const auto& [key, which] : by_settings) {
+    if (most == nullptr || which.size() > most->size()) most = &which;
+  }
   std::vector<std::pair<double, size_t>> steps;
-  for (size_t i = 0; i < s->procs.size(); ++i) steps.emplace_back(metrics_of(s->procs[i]).step_s, i);
+  for (size_t i : *most) steps.emplace_back(metrics_of(s->procs[i]).step_s, i);
   std::sort(steps.begin(), steps.end());
   const size_t typical = steps[steps.size() / 2].second;
   json ranks = json::array();
