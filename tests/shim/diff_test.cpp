@@ -175,6 +175,29 @@ TEST(Diff, NearEqualPlansAreANoteNotACause) {
       << d["notes"];
 }
 
+// The same warm-up searches at another speed (A's timing runs wait 3 ms for the device each, as a
+// machine's first process loading cuDNN's kernels cold did on the H100): a note, not a cause.
+TEST(Diff, TheSameWarmUpSearchesAtAnotherSpeedAreANote) {
+  std::string a = recorded("slow-warm-a", search_job({"--benchmark"}), {},
+                           {{"FAKECUDA_DELAY_US", "cudaEventSynchronize:3000"}});
+  std::string b = recorded("slow-warm-b", search_job({"--benchmark"}));
+  json d = diffed(a, b);
+  ASSERT_LT(d["warmup"]["searches_delta_s"].get<double>(), -0.005) << d["warmup"];
+  for (const auto& c : d["causes"]) EXPECT_TRUE(c["warmup_searches_s"].is_null()) << c.dump();
+  bool noted = false;
+  for (const auto& n : d["notes"]) {
+    noted = noted || n.get<std::string>().find("cuDNN searches took ") != std::string::npos;
+  }
+  EXPECT_TRUE(noted) << d.dump(2);
+  // Searching more in the warm-up is a cause (here: two more problems, which the workload's cause
+  // takes with the warm-up's searches).
+  json more = diffed(b, recorded("slow-warm-more", {program("frontend_search"), "--shapes", "5", "--steps", "20",
+                                                    "--benchmark"}));
+  for (const auto& n : more["notes"]) {
+    EXPECT_EQ(n.get<std::string>().find("cuDNN searches took "), std::string::npos) << n;
+  }
+}
+
 // A side recorded in a capture window (here an NVTX range the job never opens): what it covers is
 // said, since its synchronizations per step are of the part kept.
 TEST(Diff, PartialCoverageIsSaid) {
