@@ -27,7 +27,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SearchCandidate, plan, engine, k
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SearchRecord, pid, tid, device, api, mode, function, problem,
                                                 problem_hash, start_ns, end_ns, stack, candidates, winner,
                                                 search_workspace, probe_bytes, probes, align, plans_rejected, build_ns,
-                                                launch_ns, wait_ns, steered, complete)
+                                                launch_ns, wait_ns, heur_ns, steered, complete)
 
 }  // namespace cuprobe::reader
 

@@ -45,6 +45,7 @@ BudgetSummary budget_summary(const ProcessFacts& p) {
       s.took_wait_ms += double(r.wait_ns) / 1e6;
       s.took_build_ms += double(r.build_ns) / 1e6;
       s.took_launch_ms += double(r.launch_ns) / 1e6;
+      s.took_heur_ms += double(r.heur_ns) / 1e6;
     } else if (r.benchmark() && !r.was_steered()) {
       ++s.searches;
       s.search_ms += ms;
@@ -74,12 +75,13 @@ std::string budget_text(const BudgetSummary& s) {
         "about {} of searching saved (each at the mean the process's searches had taken so far), "
         "{} spent choosing them",
         duration(s.expected_ms), duration(s.took_ms));
-    if (s.took_ms > 0 && s.took_wait_ms + s.took_build_ms + s.took_launch_ms > 0) {
-      double rest = std::max(0.0, s.took_ms - s.took_wait_ms - s.took_build_ms - s.took_launch_ms);
+    double parts = s.took_wait_ms + s.took_build_ms + s.took_launch_ms + s.took_heur_ms;
+    if (s.took_ms > 0 && parts > 0) {
       out += fmt::format(
           " ({} waiting for the device in timing runs, {} building plans, {} launching runs, {} in cuDNN's "
-          "heuristics and the framework)",
-          duration(s.took_wait_ms), duration(s.took_build_ms), duration(s.took_launch_ms), duration(rest));
+          "heuristics queries, {} in the framework)",
+          duration(s.took_wait_ms), duration(s.took_build_ms), duration(s.took_launch_ms), duration(s.took_heur_ms),
+          duration(std::max(0.0, s.took_ms - parts)));
     }
   }
   if (s.searched_later > 0) {
@@ -114,7 +116,9 @@ nlohmann::json budget_json(const BudgetSummary& s) {
        {{"waiting", s.took_wait_ms / 1e3},
         {"building", s.took_build_ms / 1e3},
         {"launching", s.took_launch_ms / 1e3},
-        {"other", std::max(0.0, s.took_ms - s.took_wait_ms - s.took_build_ms - s.took_launch_ms) / 1e3}}},
+        {"heuristics", s.took_heur_ms / 1e3},
+        {"other", std::max(0.0, s.took_ms - s.took_wait_ms - s.took_build_ms - s.took_launch_ms - s.took_heur_ms) /
+                      1e3}}},
       {"searches", s.searches},
       {"searches_s", s.search_ms / 1e3},
       {"searched_later", s.searched_later},

@@ -21,10 +21,12 @@ enum Role : uint8_t {
   kLegacyGet,
   kLegacyConvExec,
   kSync,
+  kAttributeQuery,
 };
 
 constexpr int kGraphKind = 15;  // CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR
 constexpr int kPlanKind = 5;    // CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR
+constexpr int kHeurKind = 4;    // CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR
 
 double as_double(uint64_t bits) {
   double d;
@@ -74,6 +76,8 @@ SearchTracker::SearchTracker(const Trace& trace, Sink sink) : trace_(trace), sin
     else if (a.flags & trace::kApiLegacyConvExec) role_[id] = kLegacyConvExec;
     else if (a.flags & trace::kApiSync)
       role_[id] = kSync;
+    else if (a.name == "cudnnBackendGetAttribute")
+      role_[id] = kAttributeQuery;
   }
   for (const PinEvent& p : trace.pins()) {
     if (p.outcome == trace::PinOutcome::kPinned || p.outcome == trace::PinOutcome::kBudgeted) {
@@ -127,6 +131,10 @@ void SearchTracker::on_event(const Event& e) {
   ThreadState& ts = threads_[e.tid];
   if (role == kSync) {  // the thread waited for the device while choosing a plan
     if (ts.episode.open) ts.episode.rec.wait_ns += e.dur_ns;
+    return;
+  }
+  if (role == kAttributeQuery) {  // cuDNN's heuristics answered (the shim records those queries)
+    if (ts.episode.open && i(e, f.kind) == kHeurKind) ts.episode.rec.heur_ns += e.dur_ns;
     return;
   }
   // An allocation freed before the thread did any other work the tracker sees was a probe: an

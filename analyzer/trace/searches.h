@@ -89,9 +89,10 @@ struct SearchRecord {
   int plans_rejected = 0;         // candidates whose build failed (routine NOT_SUPPORTED)
   // Where the selection's time went, of its calls on its thread (backend selections): building
   // candidate plans (their finalizes), launching candidate runs, and waiting for the device
-  // (synchronizations: the timing runs' device time shows here). The rest of end - start is
-  // cuDNN's heuristics and the framework's own work between the calls.
-  uint64_t build_ns = 0, launch_ns = 0, wait_ns = 0;
+  // (synchronizations: the timing runs' device time shows here), cuDNN's heuristics queries (the
+  // results of an engine-heuristics descriptor: one per heuristics mode asked). The rest of
+  // end - start is the framework's own work between the calls.
+  uint64_t build_ns = 0, launch_ns = 0, wait_ns = 0, heur_ns = 0;
   // How the shim steered this selection: kPinned (plan pinning replayed a plan file's plan) or
   // kBudgeted (the search budget gave it cuDNN's heuristic choice); kCount when it did not.
   trace::PinOutcome steered = trace::PinOutcome::kCount;

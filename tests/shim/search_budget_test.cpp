@@ -94,13 +94,14 @@ TEST(SearchBudget, PastTheBudgetNewShapesTakeTheHeuristicPlanAfterOneCandidate) 
   // waiting for the device (cudaEventSynchronize, FAKECUDA_DELAY_US below) the largest part.
   const json& parts = b["budgeted_selections_breakdown_s"];
   double sum = 0;
-  for (const char* k : {"waiting", "building", "launching", "other"}) {
+  for (const char* k : {"waiting", "building", "launching", "heuristics", "other"}) {
     ASSERT_TRUE(parts[k].is_number()) << parts;
     EXPECT_GE(parts[k].get<double>(), 0) << k;
     sum += parts[k].get<double>();
   }
   EXPECT_NEAR(sum, b["budgeted_selections_s"].get<double>(), 1e-6) << parts;
   EXPECT_GT(parts["waiting"].get<double>(), 0.5 * b["budgeted_selections_s"].get<double>()) << parts;
+  EXPECT_GT(parts["heuristics"].get<double>(), 0) << "the heuristics queries the shim recorded: " << parts;
   EXPECT_NE(b["text"].get<std::string>().find(" waiting for the device in timing runs, "), std::string::npos) << b;
   // The searches that ran were the warm-up: research-storm says the budget kept the storm in check.
   bool info = false;
