@@ -18,7 +18,7 @@ def log(*args):
 
 
 # Benchmarks of the same program (tests/gpu/bench_search_budget.sh): SCENARIO_CUDNN_BENCHMARK=0/1
-# overrides the program's cudnn.benchmark; SCENARIO_STEP_TIMES=1 times every train_step (with a
+# overrides the program's cudnn.benchmark (SCENARIO_CONV_EMPTY_CACHE below); SCENARIO_STEP_TIMES=1 times every train_step (with a
 # synchronize) and finish() prints the median step of the last half ("steady: X ms/step").
 _STEP_TIMES = [] if os.environ.get("SCENARIO_STEP_TIMES") == "1" else None
 
@@ -30,6 +30,10 @@ def setup(benchmark=True, seed=0):
     random.seed(seed)
     torch.manual_seed(seed)
     torch.backends.cudnn.benchmark = bool(benchmark)
+    # SCENARIO_CONV_EMPTY_CACHE=0: PyTorch does not empty its allocator's cache after each
+    # benchmark search (what the search budget's cost is compared with, issue 29).
+    if os.environ.get("SCENARIO_CONV_EMPTY_CACHE") == "0":
+        torch._C._cudnn_set_conv_benchmark_empty_cache(False)
     if not torch.cuda.is_available():
         log("CUDA is not available")
         sys.exit(3)
