@@ -138,7 +138,8 @@ struct InjectedFault {
   std::string problem;
   // "retried the same call", "freed memory and retried", "retried with a smaller size",
   // "moved to another plan", "moved to another algorithm", "went on to other work",
-  // "stopped" (no call of its kind followed on that thread)
+  // "stopped" (no call of its kind followed on that thread), "went on after the held call" (a
+  // DELAY rule's call, which waited and then ran as usual)
   std::string outcome;
   bool next_ok = false;  // the call that resolved the outcome succeeded
 };

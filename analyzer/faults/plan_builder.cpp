@@ -285,6 +285,15 @@ std::map<int, uint64_t> mem_cap_bytes(const std::string& text, const std::map<in
   return out;
 }
 
+bool rule_is_delay(const std::string& rule) {
+  auto plan = std::make_unique<Plan>();
+  char err[256];
+  if (!parse_plan(rule.c_str(), plan.get(), err, sizeof err)) return false;
+  bool delay = plan->n == 1 && plan->rules[0].delay_only;
+  free_plan(plan.get());
+  return delay;
+}
+
 std::string rule_filters(const std::string& rule) {
   static const std::set<std::string> kTriggers = {"nth", "every", "first", "after", "at",
                                                   "p",   "probability", "seed", "max"};

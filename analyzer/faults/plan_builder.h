@@ -49,4 +49,8 @@ std::map<int, uint64_t> mem_cap_bytes(const std::string& cap, const std::map<int
 // call match it, and its name.
 std::string rule_filters(const std::string& rule);
 
+// Whether a rule's ERROR is DELAY (a fired call waits, then runs as usual); false for a rule that
+// does not parse.
+bool rule_is_delay(const std::string& rule);
+
 }  // namespace cuprobe::faults

@@ -132,6 +132,11 @@ TEST(NcclCapture, CollectivesAreRecordedAndFaultRulesFailOrDelayThem) {
   // The end of the run says which calls failed and which were only held.
   EXPECT_NE(r.err.find("fault mode: 1 call failed on purpose (rule1 1, rule3 0)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("fault mode: 1 call held on purpose, then run as usual (rule2 1)"), std::string::npos) << r.err;
+  // The analysis: a held call failed nothing, so the application went on (not "retried").
+  nlohmann::json a = analyze_json({dir});
+  ASSERT_EQ(a["summary"]["faults"].size(), 3u) << a["summary"].dump(1);
+  EXPECT_EQ(a["summary"]["faults"][1]["outcomes"], nlohmann::json({{"went on after the held call", 1}}))
+      << a["summary"]["faults"].dump(1);
 }
 
 // comm-size= (issue 32): a rule aimed at the 2-rank group's allreduces leaves the world's alone;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -40,6 +41,7 @@ class FaultTracker {
 
   const reader::Trace& trace_;
   const bool active_;  // the trace has a fault plan
+  std::set<int> delay_rules_;  // rules whose ERROR is DELAY: a fired call waits, then runs
   int abort_api_ = -1;  // ncclCommAbort's API id in this trace
   uint64_t abort_ns_ = 0;
   std::vector<InjectedFault> injected_;
