@@ -168,11 +168,13 @@ TEST(Diff, NearEqualPlansAreANoteNotACause) {
                            {{"FAKECUDNN_ENGINE_US", "0:20,1:200,2:100,3:400,4:500,5:600,6:700,7:800,11:21"}});
   json d = diffed(a, b);
   for (const auto& c : d["causes"]) EXPECT_NE(c["kind"], "plans") << d.dump(2);
-  ASSERT_EQ(d["notes"].size(), 1u) << d.dump(2);
-  EXPECT_NE(d["notes"][0].get<std::string>().find("problems ran with other plans, as the benchmark's choice between "
-                                                  "plans that measured alike"),
-            std::string::npos)
-      << d["notes"];
+  // The plans' note (another may say that the warm-up's searches ran at another speed: timing).
+  int plan_notes = 0;
+  for (const auto& n : d["notes"]) {
+    plan_notes += n.get<std::string>().find("problems ran with other plans, as the benchmark's choice between plans "
+                                            "that measured alike") != std::string::npos;
+  }
+  EXPECT_EQ(plan_notes, 1) << d["notes"];
 }
 
 // The same warm-up searches at another speed (A's timing runs wait 3 ms for the device each, as a
