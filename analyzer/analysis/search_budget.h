@@ -22,7 +22,7 @@ struct BudgetSummary {
   double expected_ms = 0;       // what searches of those selections were expected to cost (the mean so far, each)
   double took_ms = 0;           // what the budgeted selections took (rebuilt: heuristics, one plan built and timed)
   // Of took_ms (backend selections): waiting for the device (the timing runs), building plans,
-  // launching runs; the rest is cuDNN's heuristics and the framework's work between the calls.
+  // launching runs, cuDNN's heuristics queries; the rest is the framework's work between the calls.
   double took_wait_ms = 0, took_build_ms = 0, took_launch_ms = 0, took_heur_ms = 0;
   double first_share_pct = -1;  // the searches' share of the job's time when the first was budgeted
   int searches = 0;             // benchmark searches that ran (steered ones aside)
