@@ -3,7 +3,9 @@
 # one GPU:
 # - storms (images, sequence lengths, audio, a detection model; BENCH_STORMS): cudnn.benchmark on
 #   and off (plain python, no cuprobe), and benchmark on under `cuprobe record --search-budget PCT`.
-#   The budget's wall time should be at most 1.1x the faster of on and off.
+#   The budget's wall time should be at most 1.1x the faster of on and off. BENCH_REPEAT=N
+#   alternates the three arms N times and prints medians; a discarded warm-up run comes first
+#   (BENCH_WARMUP=0: none).
 # - fixed-shape jobs (the corpus's healthy-fixed, torchvision's ResNet-50 and ViT-B/16, DDP with two
 #   ranks under torchrun; BENCH_FIXED): benchmark on plain, traced twice without the budget, and
 #   under the budget. The budget should never apply (no pin records), with the steady step time of
@@ -63,11 +65,42 @@ budget_lines() {  # NAME: the budget's line and research-storm findings of NAME'
   grep -E "search budget|\] research-storm|\] algo-divergence" "$out/$1-budget.analysis" | sed "s/^/$1 budget: /" >>"$res"
 }
 
+# The first benchmark searches on a machine load every candidate engine's kernels cold (storm-audio
+# on an H100: 5.25 s for its 8 warm-up searches, 0.6 s in later runs), so a discarded warm-up run
+# comes first (BENCH_WARMUP=0: none); BENCH_REPEAT=N alternates the arms N times (off, budget, on)
+# and prints the medians and their ratios (one pass is not enough at the spread seen: 1.09-1.22x).
+medians() {  # NAME: the medians of NAME's storm arms and the budget's ratios
+  python3 - "$1" "$res" <<'PY'
+import re, statistics, sys
+name, res = sys.argv[1], sys.argv[2]
+wall = {}
+for line in open(res):
+    m = re.match(r"(\S+) (on|off|budget)\d* rc=0 wall_ms=(\d+)", line)
+    if m and m.group(1) == name:
+        wall.setdefault(m.group(2), []).append(int(m.group(3)) / 1e3)
+med = {k: statistics.median(v) for k, v in wall.items()}
+parts = ["%s %.2f s (%d)" % (k, med[k], len(wall[k])) for k in ("off", "budget", "on") if k in med]
+if "budget" in med and ("on" in med or "off" in med):
+    faster = min(med[k] for k in ("on", "off") if k in med)
+    parts.append("budget / faster of on and off %.2fx" % (med["budget"] / faster))
+    if "on" in med:
+        parts.append("on / budget %.2fx" % (med["on"] / med["budget"]))
+print("%s medians: %s" % (name, "; ".join(parts)))
+PY
+}
+
 for name in ${BENCH_STORMS-storm-images storm-seqlen storm-audio storm-detection}; do
-  SCENARIO_CUDNN_BENCHMARK=1 run_arm "$name" on
-  SCENARIO_CUDNN_BENCHMARK=0 run_arm "$name" off
-  run_arm "$name" budget "$cuprobe" record -q -o "$out/t-$name-budget" --search-budget "$pct" --
+  [ "${BENCH_WARMUP:-1}" = 1 ] && SCENARIO_CUDNN_BENCHMARK=1 run_arm "$name" warmup
+  for i in $(seq "${BENCH_REPEAT:-1}"); do
+    sfx=""
+    [ "${BENCH_REPEAT:-1}" -gt 1 ] && sfx=$i
+    SCENARIO_CUDNN_BENCHMARK=0 run_arm "$name" "off$sfx"
+    run_arm "$name" "budget$sfx" "$cuprobe" record -q -o "$out/t-$name-budget$sfx" --search-budget "$pct" --
+    SCENARIO_CUDNN_BENCHMARK=1 run_arm "$name" "on$sfx"
+  done
+  [ -d "$out/t-$name-budget" ] || ln -s "t-$name-budget1" "$out/t-$name-budget"
   budget_lines "$name"
+  medians "$name" >>"$res"
 done
 
 for name in ${BENCH_FIXED-healthy-fixed resnet50 vit ddp}; do
