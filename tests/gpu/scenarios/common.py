@@ -18,8 +18,9 @@ def log(*args):
 
 
 # Benchmarks of the same program (tests/gpu/bench_search_budget.sh): SCENARIO_CUDNN_BENCHMARK=0/1
-# overrides the program's cudnn.benchmark (SCENARIO_CONV_EMPTY_CACHE below); SCENARIO_STEP_TIMES=1 times every train_step (with a
-# synchronize) and finish() prints the median step of the last half ("steady: X ms/step").
+# overrides the program's cudnn.benchmark (and SCENARIO_CONV_EMPTY_CACHE=0, below, PyTorch's
+# emptyCache after each search); SCENARIO_STEP_TIMES=1 times every train_step (with a synchronize)
+# and finish() prints the median step of the last half ("steady: X ms/step").
 _STEP_TIMES = [] if os.environ.get("SCENARIO_STEP_TIMES") == "1" else None
 
 
