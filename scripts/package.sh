@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds cuprobe's packages, offline, from this checkout:
 #
-#   scripts/package.sh OUTDIR [--build-dir DIR]
+#   scripts/package.sh OUTDIR [--build-dir DIR [--no-build]]
 #
 # writes into OUTDIR
 #   cuprobe-VERSION-py3-none-manylinux_2_28_ARCH.whl   pip install it: `cuprobe` on PATH, `python -m cuprobe`,
@@ -13,8 +13,10 @@
 #   cuprobe-VERSION-linux-ARCH-debug.tar.gz            lib/debug/.build-id of the same binaries
 #
 # Without --build-dir it configures build-package/ (no tests, no benchmarks) and builds the two
-# binaries; with it, it installs from an existing build directory (the test command packages the
-# build it tested). Every ELF is checked to need nothing newer than glibc 2.28
+# binaries; with it, it brings the two binaries of that build directory up to date and installs
+# from it; with --no-build as well, it installs what the directory holds as it is (the test command
+# packages the build it tested: rebuilding it would relink binaries other tests are running).
+# Every ELF is checked to need nothing newer than glibc 2.28
 # (tests/packaging/check_elf.py) before the packages are written. Needs cmake, ninja, g++, binutils,
 # dpkg-deb and a python3 with the build, setuptools and wheel modules (Debian: python3-build,
 # python3-setuptools, python3-wheel; scripts/deps.sh --package installs what is missing).
@@ -22,13 +24,14 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 glibc=2.28
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
-out="" build=""
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
+out="" build="" no_build=0
 while (($#)); do
   case "$1" in
     -h|--help) usage; exit 0 ;;
     --build-dir) [ $# -ge 2 ] || { echo "package.sh: --build-dir needs a directory" >&2; exit 2; }; build="$2"; shift 2 ;;
     --build-dir=*) build="${1#*=}"; shift ;;
+    --no-build) no_build=1; shift ;;
     -*) echo "package.sh: unknown option '$1'; see scripts/package.sh --help" >&2; exit 2 ;;
     *) [ -z "$out" ] || { echo "package.sh: one OUTDIR only ('$out', then '$1')" >&2; exit 2; }; out="$1"; shift ;;
   esac
@@ -53,7 +56,11 @@ if [ -z "$build" ]; then
     --target cuprobe cuprobe_shim
 fi
 [ -f "$build/CMakeCache.txt" ] || { echo "package.sh: $build is not a configured build directory" >&2; exit 2; }
-cmake --build "$build" --target cuprobe cuprobe_shim >/dev/null
+if [ "$no_build" = 1 ]; then
+  [ -x "$build/bin/cuprobe" ] || { echo "package.sh: --no-build, and $build has no bin/cuprobe: build it first" >&2; exit 2; }
+else
+  cmake --build "$build" --target cuprobe cuprobe_shim >/dev/null
+fi
 
 version="$(sed -n 's/^#define CUPROBE_VERSION "\(.*\)"/\1/p' "$build/analyzer/version.h")"
 arch="$(uname -m)"
