@@ -373,9 +373,10 @@ struct Effects {
   json plan_changes = json::array();
   int plans_changed = 0, plans_compared = 0;
   double step_a = 0, step_b = 0;
-  double warm_a = 0, warm_b = 0, warm_search = 0;  // the warm-up, and its searches' change (B minus A)
+  double warm_a = 0, warm_b = 0;                    // the warm-up
   double warm_search_a = 0, warm_search_b = 0;       // the warm-up's searches, each side (seconds)
   double warm_searches_a = 0, warm_searches_b = 0;   // how many, each side
+  double warm_search() const { return warm_search_b - warm_search_a; }  // their change (B minus A)
   uint64_t peak_a = 0, peak_b = 0;
   std::map<std::string, int64_t> owner_delta;
   int64_t failures = 0, ooms = 0, injected = 0;
@@ -397,7 +398,6 @@ Effects effects_of(const std::vector<Metrics>& ma, const std::vector<Metrics>& m
     e.step_b += b.step_s / n;
     e.warm_a += a.warmup_s / n;
     e.warm_b += b.warmup_s / n;
-    e.warm_search += (b.warm_search_s - a.warm_search_s) / n;
     e.warm_search_a += a.warm_search_s / n;
     e.warm_search_b += b.warm_search_s / n;
     e.warm_searches_a += a.warm_searches / n;
@@ -541,7 +541,7 @@ json causes_of(std::vector<Change>& changes, const Effects& e, double noise, dou
       taken.insert(name);
       contrib += it->second;
       parts[name] = it->second;
-      if (name == "searches") warm = e.warm_search;
+      if (name == "searches") warm = e.warm_search();
     }
     attributed += contrib;
     causes.push_back({{"kind", c.kind},
@@ -576,7 +576,7 @@ json causes_of(std::vector<Change>& changes, const Effects& e, double noise, dou
   // another speed are a note. On an H100, two runs of one ResNet-50 made the same 68 searches in
   // 10.8 s and 3.4 s: a machine's first process loads cuDNN's kernels and heuristics cold, later
   // ones find them cached.
-  bool warm_moved = std::fabs(e.warm_search) > std::max(0.1 * e.warm_a, 5e-3);
+  bool warm_moved = std::fabs(e.warm_search()) > std::max(0.1 * e.warm_a, 5e-3);
   if (!taken.count("searches") && warm_moved && std::lround(e.warm_searches_a) == std::lround(e.warm_searches_b)) {
     notes->push_back(fmt::format(
         "the warm-up's {} cuDNN searches took {:.3f} s in A and {:.3f} s in B: the same searches at another speed "
@@ -589,7 +589,7 @@ json causes_of(std::vector<Change>& changes, const Effects& e, double noise, dou
                                            std::lround(e.warm_searches_a), std::lround(e.warm_searches_b))},
                       {"contribution_s_per_step", nullptr},
                       {"effects", json::object()},
-                      {"warmup_searches_s", e.warm_search},
+                      {"warmup_searches_s", e.warm_search()},
                       {"peak_memory_delta", nullptr},
                       {"details", json::object()}});
   }
@@ -718,7 +718,7 @@ json compare(const Side& a, const std::vector<size_t>& ia, const Side& b, const 
         {"ratio", e.step_a > 0 ? json(e.step_b / e.step_a) : json(nullptr)},
         {"throughput_ratio", e.step_b > 0 ? json(e.step_a / e.step_b) : json(nullptr)}}},
       {"warmup",
-       {{"a_s", e.warm_a}, {"b_s", e.warm_b}, {"delta_s", e.warm_b - e.warm_a}, {"searches_delta_s", e.warm_search}}},
+       {{"a_s", e.warm_a}, {"b_s", e.warm_b}, {"delta_s", e.warm_b - e.warm_a}, {"searches_delta_s", e.warm_search()}}},
       {"peak_memory",
        {{"a", e.peak_a}, {"b", e.peak_b}, {"delta", int64_t(e.peak_b) - int64_t(e.peak_a)}, {"by_owner", owners}}},
       {"causes", causes},
