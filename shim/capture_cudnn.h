@@ -242,7 +242,14 @@ struct Steer<ApiId::cudnnBackendGetAttribute> {
                      cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t requested,
                      int64_t* count, void* elements) {
     if (name != CUDNN_ATTR_ENGINEHEUR_RESULTS) return false;
-    if (g_budget_on) budget_heuristics_query(d);  // a selection begins with its first query
+    if (g_budget_on) {
+      budget_heuristics_query(d);  // a selection begins with its first query
+      if (count != nullptr && budget_fallback_answer(d, hit)) {
+        *count = 0;  // the fallback list, not needed: a ranked configuration builds
+        *r = CUDNN_STATUS_SUCCESS;
+        return true;
+      }
+    }
     if (type != CUDNN_TYPE_BACKEND_DESCRIPTOR || requested < 1 || count == nullptr || elements == nullptr) return false;
     if (!pin_heuristics_answer(t, d, static_cast<void* const*>(elements), hit)) return false;
     *count = 1;
@@ -256,6 +263,7 @@ struct Steer<ApiId::cudnnBackendGetAttribute> {
     if (e && e->kind == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR) {
       pin_heuristics_results(t, *e, *count, static_cast<void* const*>(elements));
     }
+    if (g_budget_on) budget_heuristics_results(d, *count, static_cast<void* const*>(elements));
   }
 };
 

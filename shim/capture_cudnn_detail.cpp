@@ -177,6 +177,8 @@ uint32_t note_bits(const BackendFns& b, void* engine, cudnnBackendAttributeName_
   return bits;
 }
 
+}  // namespace
+
 // Asks cuDNN which engine and knobs an engine configuration holds, and the engine's notes. The
 // configuration may have been filled by heuristics inside cuDNN, where the mirror cannot see.
 void query_cfg(EngineCfgState& cfg, void* cfg_desc) {
@@ -218,6 +220,8 @@ void query_cfg(EngineCfgState& cfg, void* cfg_desc) {
   }
   for (int i = 0; i < made; ++i) b.destroy(knobs[i]);
 }
+
+namespace {
 
 // The operation graph this thread finalized last: plans are built right after their graph, on
 // the same thread, so a plan whose configuration cannot be traced back to a graph belongs to it.
@@ -437,6 +441,9 @@ void mirror_set_attribute(DescEntry& e, cudnnBackendAttributeName_t name, cudnnB
 }
 
 bool mirror_get_attribute(DescEntry& e, cudnnBackendAttributeName_t name, int64_t count, const void* el) {
+  // An empty heuristics list is recorded too (cuDNN had nothing, or the search budget answered a
+  // fallback query: search_budget.cpp).
+  if (count == 0 && e.kind == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR && name == CUDNN_ATTR_ENGINEHEUR_RESULTS) return true;
   if (el == nullptr || count <= 0) return false;
   switch (e.kind) {
     case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:

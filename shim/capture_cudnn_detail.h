@@ -52,6 +52,8 @@ BackendFns backend_fns();
 // The engine configuration a plan is built from, with its engine index and problem resolved
 // (asking cuDNN when heuristics filled it); nullptr when the plan has none the mirror knows.
 EngineCfgState* plan_cfg(PlanState& plan);
+// Asks cuDNN which engine, knobs and notes a configuration holds (once: sets cfg.queried).
+void query_cfg(EngineCfgState& cfg, void* cfg_desc);
 // The interned id of a configuration's knob set (what a plan built from it records).
 uint32_t cfg_knobs_id(const EngineCfgState& cfg);
 const DescEntry* graph_of_heur(const DescEntry* heur);

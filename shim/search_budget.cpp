@@ -60,6 +60,9 @@ struct Clock {
   float expected_ms;       // budgeted: what a search was expected to cost
   const void* candidate;   // budgeted: the plan being finalized
   uint16_t slot;           // budgeted and deferrable: its deferred-search slot + 1
+  uint8_t fallback;        // budgeted: cuDNN's fallback list 0 not asked for yet, 1 answered empty, 2 cuDNN's
+  uint8_t n_ranked;
+  void* ranked[8];         // budgeted: the first configurations of cuDNN's ranked list
 };
 __thread Clock t_clock __attribute__((tls_model("initial-exec")));
 
@@ -400,8 +403,67 @@ uint8_t begin_selection(uint64_t now, uint64_t hash, Clock& c) {
 
 void write_budgeted(ThreadState& t, uint32_t problem, uint64_t hash, int64_t engine, uint32_t knobs, bool legacy) {
   const Clock& c = t_clock;
-  write_pin_record(t, trace::PinOutcome::kBudgeted, problem, hash, engine, knobs, legacy ? trace::kPinLegacy : 0,
-                   c.share_pct, c.expected_ms);
+  uint32_t flags = (legacy ? trace::kPinLegacy : 0) | (c.fallback == 1 ? trace::kPinNoFallback : 0);
+  write_pin_record(t, trace::PinOutcome::kBudgeted, problem, hash, engine, knobs, flags, c.share_pct, c.expected_ms);
+}
+
+// ---- cuDNN's fallback list ---------------------------------------------------------------------
+//
+// cudnn-frontend's benchmark path asks cuDNN for its ranked list and then for its fallback list
+// before it builds any plan; the fallback query alone costs a budgeted selection about as much as
+// the rest of its choosing (0.6-0.8 ms per query on the H100 and H200, docs/dev/performance.md).
+// A budgeted selection ends on the first candidate that builds, so the fallback list matters only
+// when no ranked configuration builds. The shim checks that one does before the fallback query
+// reaches cuDNN: it builds a plan of its own (on the graph's handle, then destroys it) from the
+// first ranked configurations, skipping any the framework could filter out (a NONDETERMINISTIC or
+// DOWN_CONVERT_INPUTS note; TENSOR_CORE where the graph has float tensors, which PyTorch drops
+// with TF32 off) and any compiled at build time (it would be compiled twice). When one builds, the
+// application builds it too, and the fallback query is answered with an empty list; otherwise
+// cuDNN answers it as usual.
+
+// Whether any tensor of the graph's operations is float (CUDNN_DATA_FLOAT).
+bool graph_has_float(const DescEntry& g) {
+  for (uint8_t i = 0; i < g.u.graph.n_ops; ++i) {
+    const DescEntry* op = desc_find(g.u.graph.ops[i]);
+    if (op == nullptr) continue;
+    for (void* td : op->u.op.tensors) {
+      const DescEntry* te = td != nullptr ? desc_find(td) : nullptr;
+      if (te != nullptr && te->kind == CUDNN_BACKEND_TENSOR_DESCRIPTOR && te->u.tensor.dtype == CUDNN_DATA_FLOAT) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Whether a plan of one of the thread's ranked configurations that every framework filter keeps
+// builds on the graph's handle.
+bool ranked_config_builds(const DescEntry& g) {
+  Clock& c = t_clock;
+  BackendFns b = backend_fns();
+  void* handle = g.u.graph.handle;
+  if (!b.ok() || handle == nullptr) return false;
+  uint32_t dropped = (1u << CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) | (1u << CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) |
+                     (graph_has_float(g) ? 1u << CUDNN_NUMERICAL_NOTE_TENSOR_CORE : 0u);
+  for (uint8_t i = 0; i < c.n_ranked; ++i) {
+    DescEntry* ce = desc_find(c.ranked[i]);
+    if (ce == nullptr || ce->kind != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR) continue;
+    EngineCfgState& cfg = ce->u.cfg;
+    if (!cfg.queried) query_cfg(cfg, c.ranked[i]);
+    if (cfg.engine_index < 0 || (cfg.notes & dropped) != 0 ||
+        (cfg.behavior & (1u << CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)) != 0) {
+      continue;
+    }
+    void* plan = nullptr;
+    bool built = b.create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) == CUDNN_STATUS_SUCCESS &&
+                 b.set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle) == CUDNN_STATUS_SUCCESS &&
+                 b.set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c.ranked[i]) ==
+                     CUDNN_STATUS_SUCCESS &&
+                 b.finalize(plan) == CUDNN_STATUS_SUCCESS;
+    if (plan != nullptr) b.destroy(plan);
+    if (built) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -451,6 +513,36 @@ void budget_heuristics_query(void* heur_desc) {
   c.start = c.last = now;
   c.budgeted = begin_selection(now, link.hash, c);
   if (c.budgeted && deferrable(heur_desc)) c.slot = claim_slot();
+}
+
+void budget_heuristics_results(void* heur_desc, int64_t count, void* const* cfgs) {
+  Clock& c = t_clock;
+  if (!c.budgeted || c.built || c.legacy) return;
+  const DescEntry* heur = desc_find(heur_desc);
+  if (heur == nullptr || heur->kind != CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR ||
+      heur->u.heur.mode == CUDNN_HEUR_MODE_FALLBACK || heur_problem(*heur).hash != c.hash) {
+    return;
+  }
+  c.n_ranked = 0;
+  for (int64_t i = 0; i < count && c.n_ranked < sizeof c.ranked / sizeof c.ranked[0]; ++i) c.ranked[c.n_ranked++] = cfgs[i];
+}
+
+bool budget_fallback_answer(void* heur_desc, FaultHit* hit) {
+  Clock& c = t_clock;
+  if (!c.budgeted || c.built || c.legacy || c.fallback == 2) return false;
+  const DescEntry* heur = desc_find(heur_desc);
+  if (heur == nullptr || heur->kind != CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR || !heur->finalized ||
+      heur->u.heur.mode != CUDNN_HEUR_MODE_FALLBACK || heur_problem(*heur).hash != c.hash) {
+    return false;
+  }
+  if (c.fallback == 0) {
+    const DescEntry* g = graph_of_heur(heur);
+    bool ok = g != nullptr && g->kind == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR && ranked_config_builds(*g);
+    c.fallback = ok ? 1 : 2;
+    if (!ok) return false;
+  }
+  pin_mark_call(hit);
+  return true;
 }
 
 bool budget_finalize_before(ThreadState&, void* plan_desc, int* code, FaultHit* hit) {

@@ -6,7 +6,8 @@
 //   backend  cuDNN's heuristics are asked as usual; the first candidate plan that builds is the
 //            selection's plan and every later candidate's finalize fails fast (NOT_SUPPORTED,
 //            without calling cuDNN), so the framework's search times one plan. The application's
-//            own filters (determinism, TF32) act before it builds plans, so they are kept.
+//            own filters (determinism, TF32) act before it builds plans, so they are kept. cuDNN's
+//            fallback list is answered empty once the shim has seen a ranked configuration build.
 //   legacy   a cudnnFind* call is answered with cudnnGet*_v7's answer (cuDNN's heuristics,
 //            sorted, with statuses and workspaces) instead of timing every algorithm.
 // Each such selection is one PinRecord with outcome kBudgeted.
@@ -46,6 +47,11 @@ void budget_new_problem(const trace::ProblemDesc& d);
 // Backend selections, per thread. A heuristics query (count or results, not the fallback list)
 // for a problem other than the thread's open selection begins one.
 void budget_heuristics_query(void* heur_desc);
+// The ranked list's results (not the fallback list's) for the thread's open selection.
+void budget_heuristics_results(void* heur_desc, int64_t count, void* const* cfgs);
+// The fallback list's query (count or results) in a budgeted selection: true when the shim
+// answers it with an empty list (one of the ranked configurations builds; search_budget.cpp).
+bool budget_fallback_answer(void* heur_desc, FaultHit* hit);
 // A plan finalize: true with *code when the budget fails this candidate fast.
 bool budget_finalize_before(ThreadState& t, void* plan_desc, int* code, FaultHit* hit);
 void budget_finalize_after(ThreadState& t, void* plan_desc, int status);

@@ -33,6 +33,7 @@ BudgetSummary budget_summary(const ProcessFacts& p) {
     s.active = true;
     ++s.budgeted;
     if (e.legacy) ++s.budgeted_legacy;
+    s.budgeted_no_fallback += e.no_fallback;
     problems.insert(e.problem_hash);
     if (e.search_ms > 0) s.expected_ms += e.search_ms;
     if (s.first_share_pct < 0 && e.pinned_ms >= 0) s.first_share_pct = e.pinned_ms;
@@ -109,6 +110,7 @@ nlohmann::json budget_json(const BudgetSummary& s) {
       {"budgeted", s.budgeted},
       {"budgeted_problems", s.budgeted_problems},
       {"budgeted_legacy", s.budgeted_legacy},
+      {"budgeted_without_fallback", s.budgeted_no_fallback},
       {"share_when_first_budgeted_pct", or_null(s.first_share_pct)},
       {"searches_saved_s", s.expected_ms / 1e3},
       {"budgeted_selections_s", s.took_ms / 1e3},

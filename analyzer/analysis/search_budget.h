@@ -19,6 +19,7 @@ struct BudgetSummary {
   int budgeted = 0;        // selections given cuDNN's heuristic choice
   int budgeted_problems = 0;
   int budgeted_legacy = 0;      // of them, legacy cudnnFind* calls answered with cudnnGet*_v7
+  int budgeted_no_fallback = 0;  // of them, selections whose fallback-list query the shim answered empty
   double expected_ms = 0;       // what searches of those selections were expected to cost (the mean so far, each)
   double took_ms = 0;           // what the budgeted selections took (rebuilt: heuristics, one plan built and timed)
   // Of took_ms (backend selections): waiting for the device (the timing runs), building plans,

@@ -944,6 +944,7 @@ class JsonlTrace : public Trace {
     p.search_ms = dbl(j, "search_ms", -1);
     p.replaced_ms = dbl(j, "replaced_ms", -1);
     p.moved = boolean(j, "moved");
+    p.no_fallback = boolean(j, "no_fallback");
     b_.pin(p);
   }
 

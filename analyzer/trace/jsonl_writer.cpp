@@ -48,6 +48,7 @@ void write_pin_line(JsonLine& j, const PinLine& p, std::FILE* out) {
   if (p.search_ms >= 0) j.raw("search_ms", fmt::format("{:.3f}", p.search_ms));
   if (p.replaced_ms >= 0) j.raw("replaced_ms", fmt::format("{:.4f}", p.replaced_ms));
   if (p.moved) j.raw("moved", "true");
+  if (p.no_fallback) j.raw("no_fallback", "true");
   j.end(out);
 }
 

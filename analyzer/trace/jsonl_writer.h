@@ -43,6 +43,7 @@ struct PinLine {
   double search_ms = -1;
   double replaced_ms = -1;  // searched-later: the budgeted plan's time per run
   bool moved = false;       // searched-later: another plan replaced the budgeted one
+  bool no_fallback = false;  // budgeted: cuDNN's fallback list was answered empty
 };
 void write_pin_line(JsonLine& j, const PinLine& p, std::FILE* out);
 

@@ -740,6 +740,7 @@ void TraceFile::resolve_after_scan(const trace::FileHeader& hdr, std::vector<std
     p.search_ms = rec->search_ms;
     p.replaced_ms = rec->replaced_ms;
     p.moved = (rec->flags & trace::kPinMoved) != 0;
+    p.no_fallback = (rec->flags & trace::kPinNoFallback) != 0;
     pins_.push_back(p);
   }
   raw_pins_.clear();

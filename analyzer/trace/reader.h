@@ -134,6 +134,7 @@ struct PinEvent {
   // running; search_ms: what the deferred search took), and whether the plan changed.
   double replaced_ms = -1;
   bool moved = false;
+  bool no_fallback = false;  // kBudgeted: cuDNN's fallback list was answered empty (a ranked plan built)
 };
 
 // A cuDNN handle the process created, and the device it was created on.

@@ -487,6 +487,7 @@ void print_tail(const reader::Trace& t, JsonLine& j, FILE* out) {
     l.search_ms = p.search_ms;
     l.replaced_ms = p.replaced_ms;
     l.moved = p.moved;
+    l.no_fallback = p.no_fallback;
     jsonl::write_pin_line(j, l, out);
   }
   for (const auto& c : t.crashes()) {

@@ -472,7 +472,7 @@ struct PinRecord {
   uint64_t ticks;
   int64_t engine;       // the pinned engine (backend) or algorithm (legacy); -1 when none applies
   uint32_t knobs;       // the pinned knob set's id when the selection ended on it, else 0
-  uint32_t flags;       // kPinLegacy, kPinHeuristicsAnswered, kPinMoved
+  uint32_t flags;       // kPinLegacy, kPinHeuristicsAnswered, kPinMoved, kPinNoFallback
   float pinned_ms;      // the pinned plan's time as the plan file measured it, -1 unknown
   float search_ms;      // what the search it replaces took in the run the file came from, -1 unknown
   float
@@ -484,6 +484,7 @@ inline constexpr uint16_t kPinRecordV1Size = 56;       // written before replace
 inline constexpr uint32_t kPinLegacy = 1;              // a legacy Find/Get selection
 inline constexpr uint32_t kPinHeuristicsAnswered = 2;  // the shim answered the heuristics query itself
 inline constexpr uint32_t kPinMoved = 4;               // kSearchedLater: another plan replaced the budgeted one
+inline constexpr uint32_t kPinNoFallback = 8;  // kBudgeted: cuDNN's fallback list was answered empty (a ranked plan built)
 
 // One rule of the fault plan the process ran under. index kFaultRuleSlots - 1 is the memory
 // cap (name "mem-cap", text the cap as given). Text: the name, then the rule as written.

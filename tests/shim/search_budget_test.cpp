@@ -41,6 +41,7 @@ std::map<std::string, int> heuristic_winners(std::vector<std::string> extra = {}
 }
 
 const std::vector<std::string> kStorm = {"--benchmark", "--bwd", "--shapes", "4"};
+constexpr int kEngineHeurResults = 202;  // CUDNN_ATTR_ENGINEHEUR_RESULTS, as the trace records it
 
 json budget_of(const json& analysis) { return analysis["summary"]["per_process"][0]["search_budget"]; }
 
@@ -125,6 +126,70 @@ TEST(SearchBudget, PastTheBudgetNewShapesTakeTheHeuristicPlanAfterOneCandidate) 
   RunResult q = run({"sqlite3", db, "SELECT steered, count(*) FROM searches GROUP BY steered ORDER BY 1"});
   ASSERT_EQ(q.status, 0) << q.err;
   EXPECT_EQ(q.out, "|3\nbudgeted|9\n");
+}
+
+// cudnn-frontend's benchmark path asks for cuDNN's fallback list too, before it builds a plan. A
+// budgeted selection does not need it once one of the ranked configurations builds: the shim
+// answers that query with an empty list (the double's ranked list starts with engine 7, which
+// builds and which no framework filter drops).
+TEST(SearchBudget, TheFallbackListIsNotAskedForWhenARankedPlanBuilds) {
+  auto heuristic = heuristic_winners({"--fallback"});
+  std::string dir = fresh_dir("budget-no-fallback");
+  std::vector<std::string> storm = kStorm;
+  storm.push_back("--fallback");
+  RunResult r = record(dir, search_cmd(storm), {{"FAKECUDA_DELAY_US", "cudaEventSynchronize:2000"}},
+                       {"--search-budget", "5%"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto got = picks(r.out);
+  ASSERT_EQ(got.size(), 12u) << r.out;
+  for (const Pick& p : got) {
+    if (p.batch == 8) continue;
+    EXPECT_EQ(p.candidates, 1) << p.kind << " " << p.batch;
+    EXPECT_EQ(p.winner, heuristic[p.kind]) << p.kind << " " << p.batch;
+  }
+  auto lines = dump(dir);
+  auto pins = of_type(lines, "pin");
+  ASSERT_EQ(pins.size(), 9u);
+  for (const auto& p : pins) EXPECT_EQ(p.value("no_fallback", false), true) << p.dump();
+  // The fallback queries of the budgeted selections (count, then nothing to fetch) were answered
+  // by the shim; the warm-up's went to cuDNN and returned its three configurations.
+  int answered = 0, asked = 0;
+  for (const auto& c : of_type(lines, "call", "cudnnBackendGetAttribute")) {
+    if (c.value("attr", -1) != kEngineHeurResults) continue;
+    if (c.contains("pinned")) {
+      ++answered;
+      EXPECT_EQ(c["count"], 0) << c.dump();
+    } else if (c.value("count", -1) == 3) {
+      ++asked;
+    }
+  }
+  EXPECT_EQ(answered, 9) << "one count query per budgeted selection";
+  EXPECT_GE(asked, 3) << "the warm-up searches' fallback lists";
+  EXPECT_EQ(budget_of(analyze_json({dir}))["budgeted_without_fallback"], 9);
+}
+
+// When no ranked configuration builds, cuDNN's fallback list is what the selection ends on: the
+// shim asks cuDNN for it as usual.
+TEST(SearchBudget, TheFallbackListIsAskedForWhenNoRankedPlanBuilds) {
+  // Two ranked configurations (engines 7 and 3), both refused; the fallback list is 0, 1, 2.
+  const Env env = {{"FAKECUDNN_HEUR_COUNT", "2"}, {"FAKECUDNN_UNSUPPORTED_ENGINES", "7,3"}};
+  std::string dir = fresh_dir("budget-fallback-needed");
+  std::vector<std::string> storm = kStorm;
+  storm.push_back("--fallback");
+  Env with_delay = env;
+  with_delay.push_back({"FAKECUDA_DELAY_US", "cudaEventSynchronize:2000"});
+  RunResult r = record(dir, search_cmd(storm), with_delay, {"--search-budget", "5%"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto got = picks(r.out);
+  ASSERT_EQ(got.size(), 12u) << r.out;
+  for (const Pick& p : got) EXPECT_EQ(p.winner, 0) << p.kind << " " << p.batch << ": the fallback list's first";
+  auto pins = of_type(dump(dir), "pin");
+  ASSERT_EQ(pins.size(), 9u);
+  for (const auto& p : pins) {
+    EXPECT_EQ(p["outcome"], "budgeted");
+    EXPECT_FALSE(p.contains("no_fallback")) << p.dump();
+  }
+  EXPECT_EQ(budget_of(analyze_json({dir}))["budgeted_without_fallback"], 0);
 }
 
 TEST(SearchBudget, UnderTheBudgetEverySelectionSearches) {
