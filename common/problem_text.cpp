@@ -95,6 +95,32 @@ void tensor(Out& o, const ProblemTensor& t, int skip = -1) {
   }
 }
 
+// A tensor of a graph whose main operation is not a convolution or a norm (matmul, attention,
+// pointwise, reduction): the convolution layouts' names mean nothing there. Packed row-major
+// (the last dimension contiguous: what the trace calls channels-first) shows no layout; anything
+// else shows its strides, reconstructed for a packed channels-last tensor.
+void plain_tensor(Out& o, const ProblemTensor& t) {
+  int n = t.nbdims <= trace::kProblemMaxDims ? t.nbdims : trace::kProblemMaxDims;
+  o.text(tensor_role_text(TensorRole(t.role)));
+  o.list(t.dims, n);
+  o.text(dtype_text(t.dtype));
+  if (Layout(t.layout) == Layout::kChannelsFirst) return;
+  int64_t strides[trace::kProblemMaxDims];
+  for (int i = 0; i < n; ++i) strides[i] = t.strides[i];
+  if (Layout(t.layout) == Layout::kChannelsLast && n >= 3) {
+    // Packed in the order 0, 2, ..., n-1, 1 (outermost first): dimension 1 is contiguous.
+    strides[1] = 1;
+    int64_t s = t.dims[1] > 0 ? t.dims[1] : 1;
+    for (int i = n - 1; i >= 2; --i) {
+      strides[i] = s;
+      s *= t.dims[i] > 0 ? t.dims[i] : 1;
+    }
+    strides[0] = s;
+  }
+  o.text(" str");
+  o.list(strides, n);
+}
+
 // `first`: the first spatial dimension shown (1 for a 1-D convolution's dummy height).
 void conv_params(Out& o, const ProblemConv& c, int first = 0) {
   int n = (c.spatial > 0 && c.spatial <= 3 ? c.spatial : 2) - first;
@@ -378,11 +404,17 @@ size_t render_problem(const ProblemDesc& p, char* buf, size_t cap) {
     }
     o.text(param(p, 7) == CUDNN_SAMPLER_BILINEAR ? " bilinear" : " sampler?");
   } else {
-    // A backend graph whose main operation is not a convolution: its tensors a b c -> out.
+    // A backend graph whose main operation is not a convolution: its tensors a b c -> out (a
+    // norm's in the convolution layouts' names, the others' in plain dimensions).
+    bool norm = op == ProblemOp::kNormFwd || op == ProblemOp::kNormBwd;
     o.text(problem_op_text(op));
     for (int i = 0; i < nt; ++i) {
       o.text(TensorRole(t[i].role) == TensorRole::kOut ? " -> " : " ");
-      tensor(o, t[i]);
+      if (norm) {
+        tensor(o, t[i]);
+      } else {
+        plain_tensor(o, t[i]);
+      }
     }
   }
   int nf = p.n_fused <= trace::kProblemMaxFused ? p.n_fused : trace::kProblemMaxFused;

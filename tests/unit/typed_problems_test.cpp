@@ -259,5 +259,41 @@ TEST(TypedProblems, AOneDConvolutionIsShownWithoutItsDummyHeight) {
   EXPECT_FALSE(conv_dummy_height(strided));
 }
 
+// Matmul and attention graphs are not convolutions: their tensors carry no convolution layout
+// names (issue 33). Packed row-major shows no layout, anything else its strides.
+TEST(TypedProblems, AMatmulsTensorsAreShownWithoutConvolutionLayouts) {
+  trace::ProblemDesc d{};
+  d.op = uint16_t(trace::ProblemOp::kMatmul);
+  d.math_type = -1;
+  d.n_tensors = 3;
+  auto set = [&](int i, trace::TensorRole role, int dtype, trace::Layout layout, std::vector<int64_t> dims,
+                 std::vector<int64_t> strides) {
+    trace::ProblemTensor& t = d.tensors[i];
+    t.role = uint8_t(role);
+    t.dtype = int8_t(dtype);
+    t.nbdims = uint8_t(dims.size());
+    t.layout = uint8_t(layout);
+    for (size_t k = 0; k < dims.size(); ++k) {
+      t.dims[k] = dims[k];
+      t.strides[k] = strides.empty() ? 0 : strides[k];
+    }
+  };
+  const int kBf16 = 9, kF32 = 0;  // CUDNN_DATA_BFLOAT16, CUDNN_DATA_FLOAT
+  set(0, trace::TensorRole::kA, kBf16, trace::Layout::kChannelsFirst, {3, 4, 1024, 128}, {});
+  // K transposed: a view of a packed [3,4,1024,128] tensor.
+  set(1, trace::TensorRole::kB, kBf16, trace::Layout::kStrided, {3, 4, 128, 1024}, {524288, 131072, 1, 128});
+  set(2, trace::TensorRole::kOut, kF32, trace::Layout::kChannelsFirst, {3, 4, 1024, 1024}, {});
+  EXPECT_EQ(render(d),
+            "matmul a[3,4,1024,128]bf16 b[3,4,128,1024]bf16 str[524288,131072,1,128] -> out[3,4,1024,1024]f32");
+  // A 3-D column-major operand (what the shim's layout detection calls channels-last): its strides.
+  set(1, trace::TensorRole::kB, kBf16, trace::Layout::kChannelsLast, {2, 64, 32}, {});
+  EXPECT_EQ(render(d), "matmul a[3,4,1024,128]bf16 b[2,64,32]bf16 str[2048,1,64] -> out[3,4,1024,1024]f32");
+  // A norm keeps the layout names (a batch norm over NHWC data is that).
+  d.op = uint16_t(trace::ProblemOp::kNormFwd);
+  d.n_tensors = 1;
+  set(0, trace::TensorRole::kA, kF32, trace::Layout::kChannelsLast, {8, 64, 16, 16}, {});
+  EXPECT_EQ(render(d), "norm_fwd a[8,64,16,16]f32 nhwc");
+}
+
 }  // namespace
 }  // namespace cuprobe
