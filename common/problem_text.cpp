@@ -161,7 +161,49 @@ const char* pointwise_text(int mode) {
     case CUDNN_POINTWISE_SWISH_FWD: return "swish";
     case CUDNN_POINTWISE_RELU_BWD: return "relu_bwd";
     case CUDNN_POINTWISE_GELU_BWD: return "gelu_bwd";
+    case CUDNN_POINTWISE_ADD_SQUARE: return "add_square";
+    case CUDNN_POINTWISE_MOD: return "mod";
+    case CUDNN_POINTWISE_POW: return "pow";
+    case CUDNN_POINTWISE_ABS: return "abs";
+    case CUDNN_POINTWISE_LOG: return "log";
+    case CUDNN_POINTWISE_NEG: return "neg";
+    case CUDNN_POINTWISE_RSQRT: return "rsqrt";
+    case CUDNN_POINTWISE_ERF: return "erf";
+    case CUDNN_POINTWISE_RECIPROCAL: return "reciprocal";
+    case CUDNN_POINTWISE_GELU_APPROX_TANH_FWD: return "gelu_tanh";
+    case CUDNN_POINTWISE_ELU_FWD: return "elu";
+    case CUDNN_POINTWISE_SOFTPLUS_FWD: return "softplus";
+    case CUDNN_POINTWISE_TANH_BWD: return "tanh_bwd";
+    case CUDNN_POINTWISE_SIGMOID_BWD: return "sigmoid_bwd";
+    case CUDNN_POINTWISE_SWISH_BWD: return "swish_bwd";
+    case CUDNN_POINTWISE_GELU_APPROX_TANH_BWD: return "gelu_tanh_bwd";
+    case CUDNN_POINTWISE_CMP_EQ: return "cmp_eq";
+    case CUDNN_POINTWISE_CMP_NEQ: return "cmp_neq";
+    case CUDNN_POINTWISE_CMP_GT: return "cmp_gt";
+    case CUDNN_POINTWISE_CMP_GE: return "cmp_ge";
+    case CUDNN_POINTWISE_CMP_LT: return "cmp_lt";
+    case CUDNN_POINTWISE_CMP_LE: return "cmp_le";
+    case CUDNN_POINTWISE_LOGICAL_AND: return "and";
+    case CUDNN_POINTWISE_LOGICAL_OR: return "or";
+    case CUDNN_POINTWISE_LOGICAL_NOT: return "not";
+    case CUDNN_POINTWISE_GEN_INDEX: return "gen_index";
+    case CUDNN_POINTWISE_BINARY_SELECT: return "select";
     default: return nullptr;
+  }
+}
+
+const char* reduce_text(int mode) {
+  switch (mode) {
+    case CUDNN_REDUCE_TENSOR_ADD: return "add";
+    case CUDNN_REDUCE_TENSOR_MUL: return "mul";
+    case CUDNN_REDUCE_TENSOR_MIN: return "min";
+    case CUDNN_REDUCE_TENSOR_MAX: return "max";
+    case CUDNN_REDUCE_TENSOR_AMAX: return "amax";
+    case CUDNN_REDUCE_TENSOR_AVG: return "avg";
+    case CUDNN_REDUCE_TENSOR_NORM1: return "norm1";
+    case CUDNN_REDUCE_TENSOR_NORM2: return "norm2";
+    case CUDNN_REDUCE_TENSOR_MUL_NO_ZEROS: return "mul_no_zeros";
+    default: return "?";
   }
 }
 
@@ -287,6 +329,11 @@ const char* tensor_role_text(TensorRole role) {
     case TensorRole::kC: return "c";
     case TensorRole::kOut: return "out";
     case TensorRole::kProbs: return "probs";
+    case TensorRole::kQ: return "q";
+    case TensorRole::kK: return "k";
+    case TensorRole::kV: return "v";
+    case TensorRole::kO: return "o";
+    case TensorRole::kDo: return "do";
     default: return "?";
   }
 }
@@ -403,6 +450,36 @@ size_t render_problem(const ProblemDesc& p, char* buf, size_t cap) {
       tensor(o, t[i]);
     }
     o.text(param(p, 7) == CUDNN_SAMPLER_BILINEAR ? " bilinear" : " sampler?");
+  } else if ((op == ProblemOp::kSdpaFwd || op == ProblemOp::kSdpaBwd) && p.n_params >= 5) {
+    // Attention recognized in a composite graph: q k v -> o (backward: q k v do), what its other
+    // operations make of it, and how many they are (they are part of the problem's identity).
+    o.text(problem_op_text(op));
+    for (int i = 0; i < nt; ++i) {
+      o.text(TensorRole(t[i].role) == TensorRole::kO ? " -> " : " ");
+      plain_tensor(o, t[i]);
+    }
+    if (param(p, 0)) o.text(" causal");
+    if (int64_t ppm = param(p, 1); ppm > 0 && ppm <= 1000000) {
+      o.text(" dropout=");
+      o.num(ppm / 1000000);
+      if (int64_t frac = ppm % 1000000; frac != 0) {
+        o.ch('.');
+        char digits[7];
+        for (int i = 5; i >= 0; --i, frac /= 10) digits[i] = char('0' + frac % 10);
+        int last = 5;
+        while (last > 0 && digits[last] == '0') --last;
+        for (int i = 0; i <= last; ++i) o.ch(digits[i]);
+      }
+    }
+    if (param(p, 2)) o.text(" bias");
+    if (param(p, 3)) o.text(" stats");
+    if (param(p, 4)) o.text(" paged");
+    if (p.n_fused > 0) {  // at most kProblemMaxFused are recorded: "+12+" when there may be more
+      o.text(" (+");
+      o.num(p.n_fused);
+      o.text(p.n_fused >= trace::kProblemMaxFused ? "+ ops)" : " ops)");
+    }
+    return o.finish();
   } else {
     // A backend graph whose main operation is not a convolution: its tensors a b c -> out (a
     // norm's in the convolution layouts' names, the others' in plain dimensions).
@@ -421,7 +498,10 @@ size_t render_problem(const ProblemDesc& p, char* buf, size_t cap) {
   for (int i = 0; i < nf; ++i) {
     o.text(" +");
     o.text(problem_op_text(ProblemOp(p.fused[i].op)));
-    if (ProblemOp(p.fused[i].op) == ProblemOp::kPointwise) {
+    if (ProblemOp(p.fused[i].op) == ProblemOp::kReduce && p.fused[i].mode >= 0) {
+      o.ch(':');
+      o.text(reduce_text(p.fused[i].mode));
+    } else if (ProblemOp(p.fused[i].op) == ProblemOp::kPointwise) {
       o.ch(':');
       if (const char* name = pointwise_text(p.fused[i].mode)) {
         o.text(name);

@@ -106,6 +106,20 @@ Role op_role(int kind, cudnnBackendAttributeName_t name) {
                                                             : kNone;
     case CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR:
       return name == CUDNN_ATTR_OPERATION_NORM_FWD_XDESC ? kIn0 : kNone;
+    case CUDNN_BACKEND_OPERATION_RNG_DESCRIPTOR:
+      return name == CUDNN_ATTR_OPERATION_RNG_DESC ? kAux : name == CUDNN_ATTR_OPERATION_RNG_YDESC ? kOut : kNone;
+    case CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR:
+      return name == CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC   ? kIn0
+             : name == CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC ? kIn1
+             : name == CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC ? kIn2
+             : name == CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC ? kOut
+                                                           : kNone;
+    case CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR:
+      return name == CUDNN_ATTR_OPERATION_SDPA_BWD_QDESC    ? kIn0
+             : name == CUDNN_ATTR_OPERATION_SDPA_BWD_KDESC  ? kIn1
+             : name == CUDNN_ATTR_OPERATION_SDPA_BWD_VDESC  ? kIn2
+             : name == CUDNN_ATTR_OPERATION_SDPA_BWD_DODDESC ? kOut
+                                                            : kNone;
     default: return kNone;
   }
 }
@@ -123,13 +137,26 @@ void set_op_attribute(DescEntry& e, cudnnBackendAttributeName_t name, cudnnBacke
   }
   if (e.kind == CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR && name == CUDNN_ATTR_OPERATION_NORM_FWD_MODE) {
     op.mode = element<int32_t>(el, 0);
+    op.mode_set = 1;
     return;
   }
   Role role = op_role(e.kind, name);
   if (role == kNone) return;
   void* desc = element<void*>(el, 0);
   switch (role) {
-    case kAux: op.conv = desc; break;
+    case kAux: {
+      op.conv = desc;
+      // The auxiliary descriptor's mode (pointwise mode, reduction operator, matmul compute type)
+      // is copied now: cudnn-frontend 1.x destroys it once the operation is built, before the
+      // graph is finalized (cuDNN keeps what it needs), and the graph's problem reads the modes.
+      const DescEntry* aux = desc_find(desc);
+      if (aux != nullptr && (aux->kind == CUDNN_BACKEND_POINTWISE_DESCRIPTOR || aux->kind == CUDNN_BACKEND_REDUCTION_DESCRIPTOR ||
+                             aux->kind == CUDNN_BACKEND_MATMUL_DESCRIPTOR || aux->kind == CUDNN_BACKEND_RNG_DESCRIPTOR)) {
+        op.mode = aux->u.op.mode;
+        op.mode_set = 1;
+      }
+      break;
+    }
     case kIn0: op.tensors[0] = desc; break;
     case kIn1: op.tensors[1] = desc; break;
     case kIn2: op.tensors[2] = desc; break;
@@ -223,6 +250,16 @@ void query_cfg(EngineCfgState& cfg, void* cfg_desc) {
 
 namespace {
 
+// The problem of a graph of more operations than its mirror entry keeps, read when this thread
+// set its operations; its finalize, which follows on the same thread, interns it. (A graph
+// finalized elsewhere gets the problem of the operations its entry kept.)
+struct BigGraph {
+  const DescEntry* graph;
+  int64_t min_alignment;
+  trace::ProblemDesc desc;
+};
+__thread BigGraph t_big_graph __attribute__((tls_model("initial-exec")));
+
 // The operation graph this thread finalized last: plans are built right after their graph, on
 // the same thread, so a plan whose configuration cannot be traced back to a graph belongs to it.
 __thread ProblemLink t_last_problem __attribute__((tls_model("initial-exec")));
@@ -237,6 +274,12 @@ ProblemLink link_of(const void* graph) {
 void finalize_graph(DescEntry& e) {
   trace::ProblemDesc d{};
   GraphState& g = e.u.graph;
+  if (t_big_graph.graph == &e) {  // its problem read from all its operations when they were set
+    t_big_graph.graph = nullptr;
+    g.min_alignment = t_big_graph.min_alignment;
+    g.problem_id = intern_problem(t_state, t_big_graph.desc, &g.problem_hash);
+    return;
+  }
   if (!graph_problem(d, g, &g.min_alignment)) return;
   g.problem_id = intern_problem(t_state, d, &g.problem_hash);
 }
@@ -375,11 +418,30 @@ void mirror_set_attribute(DescEntry& e, cudnnBackendAttributeName_t name, cudnnB
     case CUDNN_BACKEND_MATMUL_DESCRIPTOR:
       if (name == CUDNN_ATTR_MATMUL_COMP_TYPE) e.u.op.mode = element<int32_t>(el, 0);
       return;
+    case CUDNN_BACKEND_RNG_DESCRIPTOR:
+      // A Bernoulli distribution's probability (dropout's mask), in millionths.
+      if (name == CUDNN_ATTR_RNG_BERNOULLI_DIST_PROBABILITY && type == CUDNN_TYPE_DOUBLE) {
+        double p = element<double>(el, 0);
+        e.u.op.mode = p >= 0 && p <= 1 ? int32_t(p * 1e6 + 0.5) : -1;
+      }
+      return;
     case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
       if (name == CUDNN_ATTR_OPERATIONGRAPH_OPS && type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
         int n = count < kMaxGraphOps ? int(count) : kMaxGraphOps;
         for (int i = 0; i < n; ++i) e.u.graph.ops[i] = element<void*>(el, i);
         e.u.graph.n_ops = uint8_t(n);
+        // A graph of more operations than the entry keeps (attention's composite graphs): its
+        // problem now, while every operation is at hand (they are finalized before they are set),
+        // interned when the graph is finalized (no record is written inside this call's capture).
+        t_big_graph.graph = nullptr;
+        if (count > kMaxGraphOps) {
+          t_big_graph.desc = trace::ProblemDesc{};
+          void* const* all = static_cast<void* const*>(el);
+          if (graph_problem_of_ops(t_big_graph.desc, all, count < kMaxGraphOpsAll ? int(count) : kMaxGraphOpsAll,
+                                   &t_big_graph.min_alignment)) {
+            t_big_graph.graph = &e;
+          }
+        }
       }
       if (name == CUDNN_ATTR_OPERATIONGRAPH_HANDLE && count >= 1) e.u.graph.handle = element<void*>(el, 0);
       return;

@@ -16,7 +16,8 @@
 namespace cuprobe::shim {
 
 inline constexpr int kMaxDims = 8;
-inline constexpr int kMaxGraphOps = 12;
+inline constexpr int kMaxGraphOps = 12;     // operations a graph's mirror entry keeps
+inline constexpr int kMaxGraphOpsAll = 96;  // operations read from a larger graph when they are set
 inline constexpr int kMaxKnobs = 10;
 
 // Backend descriptors keep cuDNN's cudnnBackendDescriptorType_t value as their kind; legacy
@@ -63,6 +64,7 @@ inline constexpr int kOpOutput = 3;
 struct OpState {
   int32_t mode;
   uint8_t accumulates;  // a convolution whose beta is not 0: its output is read as well as written
+  uint8_t mode_set;     // an operation's `mode` holds its own mode (set, or copied from its auxiliary descriptor)
   void* conv;  // the auxiliary descriptor: convolution, pointwise, matmul or reduction
   void* tensors[4];
 };

@@ -85,17 +85,119 @@ const TensorState* tensor_of(void* desc) {
   return e && e->kind == CUDNN_BACKEND_TENSOR_DESCRIPTOR ? &e->u.tensor : nullptr;
 }
 
-// The operation's own mode where it lives in a separate descriptor (pointwise, reduction).
+// The operation's own mode where it lives in a separate descriptor (pointwise, reduction): what
+// the operation copied from that descriptor when it was set (the descriptor may be gone by the
+// graph's finalize, its address reused), else the descriptor's if it is still there.
 int op_mode(const DescEntry& op) {
-  if (op.u.op.conv == nullptr) return op.u.op.mode;
-  DescEntry* aux = desc_find(op.u.op.conv);
-  return aux ? aux->u.op.mode : -1;
+  if (op.u.op.mode_set) return op.u.op.mode;
+  DescEntry* aux = op.u.op.conv != nullptr ? desc_find(op.u.op.conv) : nullptr;
+  return aux != nullptr && (aux->kind == CUDNN_BACKEND_POINTWISE_DESCRIPTOR || aux->kind == CUDNN_BACKEND_REDUCTION_DESCRIPTOR)
+             ? aux->u.op.mode
+             : -1;
 }
 
 void note_alignment(const TensorState* t, int64_t* min_alignment) {
   if (t && !t->is_virtual && t->alignment > 0 && (*min_alignment == 0 || t->alignment < *min_alignment)) {
     *min_alignment = t->alignment;
   }
+}
+
+// ---- Attention ----------------------------------------------------------------------------------
+//
+// cudnn-frontend builds PyTorch's cuDNN attention (scaled_dot_product_attention) either with
+// cuDNN's own SDPA operation or as a composite graph: S = Q·Kᵀ, a scale, masks (a causal mask is a
+// pair of GEN_INDEX, a comparison and a BINARY_SELECT; a bias an ADD), the softmax (MAX and ADD
+// reductions, SUB, EXP, DIV), dropout (an RNG operation and MULs), then O = P·V; its backward
+// recomputes P and has four or more matmuls (dV, dP, dQ, dK). A graph with two or more matmuls,
+// a reduction and an EXP is attention: its problem is sdpa_fwd (sdpa_bwd) with q, k, v and o (do)
+// in their own roles, K shown untransposed, and what the other operations say as parameters.
+
+bool is_virtual(const TensorState* t) { return t == nullptr || t->is_virtual; }
+
+// K as the graph reads it is Kᵀ (its last two dimensions swapped): shown as K.
+TensorState untransposed(const TensorState& t) {
+  TensorState k = t;
+  if (k.nbdims >= 2) {
+    int a = k.nbdims - 2, b = k.nbdims - 1;
+    int64_t d = k.dims[a], s = k.strides[a];
+    k.dims[a] = k.dims[b];
+    k.strides[a] = k.strides[b];
+    k.dims[b] = d;
+    k.strides[b] = s;
+  }
+  return k;
+}
+
+bool attention_problem(trace::ProblemDesc& d, const DescEntry* const* ops, int n) {
+  const DescEntry* matmuls[kMaxGraphOpsAll];
+  int nm = 0;
+  bool exp = false, reduce = false, gen_index = false, compare = false, select = false, paged = false, stats = false;
+  int add_inputs = 0;
+  int64_t keep_ppm = -1;
+  for (int i = 0; i < n; ++i) {
+    const DescEntry& op = *ops[i];
+    switch (op.kind) {
+      case CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR: matmuls[nm++] = &op; break;
+      case CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR: reduce = true; break;
+      case CUDNN_BACKEND_OPERATION_RNG_DESCRIPTOR: keep_ppm = op_mode(op); break;
+      case CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR: paged = true; break;
+      case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR: {
+        int mode = op_mode(op);
+        exp = exp || mode == CUDNN_POINTWISE_EXP;
+        gen_index = gen_index || mode == CUDNN_POINTWISE_GEN_INDEX;
+        compare = compare || (mode >= CUDNN_POINTWISE_CMP_EQ && mode <= CUDNN_POINTWISE_CMP_LE);
+        select = select || mode == CUDNN_POINTWISE_BINARY_SELECT;
+        // A bias or additive mask: an ADD of a tensor the application gives (not a scalar).
+        const TensorState* b = tensor_of(op.u.op.tensors[1]);
+        if (mode == CUDNN_POINTWISE_ADD && !is_virtual(b) && !b->by_value && b->nbdims >= 2) ++add_inputs;
+        // The softmax statistics (training): a pointwise result the application reads back.
+        const TensorState* out = tensor_of(op.u.op.tensors[kOpOutput]);
+        if (!is_virtual(out) && (mode == CUDNN_POINTWISE_ADD || mode == CUDNN_POINTWISE_LOG)) stats = true;
+        break;
+      }
+      default: break;
+    }
+  }
+  if (nm < 2 || !exp || !reduce) return false;
+  bool bwd = nm >= 4;
+  // S = Q·Kᵀ: the first matmul of two application tensors into an intermediate.
+  const TensorState *q = nullptr, *kt = nullptr, *v = nullptr, *o = nullptr;
+  for (int i = 0; i < nm && q == nullptr; ++i) {
+    const OpState& m = matmuls[i]->u.op;
+    if (!is_virtual(tensor_of(m.tensors[0])) && !is_virtual(tensor_of(m.tensors[1])) &&
+        is_virtual(tensor_of(m.tensors[kOpOutput]))) {
+      q = tensor_of(m.tensors[0]);
+      kt = tensor_of(m.tensors[1]);
+    }
+  }
+  for (int i = 0; i < nm && v == nullptr; ++i) {
+    const OpState& m = matmuls[i]->u.op;
+    const TensorState* a = tensor_of(m.tensors[0]);
+    const TensorState* b = tensor_of(m.tensors[1]);
+    const TensorState* c = tensor_of(m.tensors[kOpOutput]);
+    if (!bwd && is_virtual(a) && !is_virtual(b) && !is_virtual(c)) {
+      v = b;  // O = P·V
+      o = c;
+    } else if (bwd && a != q && !is_virtual(a) && !is_virtual(b) && b != kt) {
+      o = a;  // dP = dO·Vᵀ
+      v = b;
+    }
+  }
+  if (q == nullptr || kt == nullptr || v == nullptr || o == nullptr) return false;
+  d.op = uint16_t(bwd ? ProblemOp::kSdpaBwd : ProblemOp::kSdpaFwd);
+  d.math_type = -1;
+  d.n_tensors = 4;
+  problem_tensor(d.tensors[0], TensorRole::kQ, *q);
+  problem_tensor(d.tensors[1], TensorRole::kK, untransposed(*kt));
+  problem_tensor(d.tensors[2], TensorRole::kV, bwd ? untransposed(*v) : *v);
+  problem_tensor(d.tensors[3], bwd ? TensorRole::kDo : TensorRole::kO, *o);
+  d.n_params = 5;
+  d.params[0] = gen_index && compare && select ? 1 : 0;
+  d.params[1] = keep_ppm >= 0 && keep_ppm <= 1000000 ? 1000000 - keep_ppm : 0;
+  d.params[2] = add_inputs > 0 ? 1 : 0;
+  d.params[3] = stats ? 1 : 0;
+  d.params[4] = paged ? 1 : 0;
+  return true;
 }
 
 }  // namespace
@@ -149,17 +251,28 @@ void conv_problem(trace::ProblemDesc& d, ProblemOp op, const TensorState& in0, c
 }
 
 bool graph_problem(trace::ProblemDesc& d, const GraphState& g, int64_t* min_alignment) {
+  return graph_problem_of_ops(d, g.ops, g.n_ops < kMaxGraphOps ? g.n_ops : kMaxGraphOps, min_alignment);
+}
+
+bool graph_problem_of_ops(trace::ProblemDesc& d, void* const* op_descs, int count, int64_t* min_alignment) {
   *min_alignment = 0;
   const DescEntry* main_op = nullptr;
-  const DescEntry* ops[kMaxGraphOps];
+  const DescEntry* ops[kMaxGraphOpsAll];
   int n = 0;
-  for (int i = 0; i < g.n_ops && i < kMaxGraphOps; ++i) {
-    DescEntry* e = desc_find(g.ops[i]);
+  for (int i = 0; i < count && i < kMaxGraphOpsAll; ++i) {
+    DescEntry* e = desc_find(op_descs[i]);
     if (e == nullptr) return false;
     ops[n++] = e;
     if (main_op == nullptr && is_conv_op(e->kind)) main_op = e;
   }
   if (n == 0) return false;
+  for (int i = 0; main_op == nullptr && i < n; ++i) {
+    if (ops[i]->kind == CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR ||
+        ops[i]->kind == CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR) {
+      main_op = ops[i];
+    }
+  }
+  bool attention = main_op == nullptr && attention_problem(d, ops, n);
   for (int i = 0; main_op == nullptr && i < n; ++i) {
     if (ops[i]->kind == CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR) main_op = ops[i];
   }
@@ -171,7 +284,9 @@ bool graph_problem(trace::ProblemDesc& d, const GraphState& g, int64_t* min_alig
   const TensorState* t0 = tensor_of(m.tensors[0]);
   const TensorState* t1 = tensor_of(m.tensors[1]);
   const TensorState* tout = tensor_of(m.tensors[kOpOutput]);
-  if (is_conv_op(main_op->kind)) {
+  if (attention) {
+    // Tensors and parameters are set; every operation but the first matmul goes to `fused`.
+  } else if (is_conv_op(main_op->kind)) {
     DescEntry* conv = desc_find(m.conv);
     if (!t0 || !t1 || !tout || !conv) return false;
     conv_problem(d, op_of(main_op->kind), *t0, *t1, conv->u.conv, *tout);
@@ -179,18 +294,27 @@ bool graph_problem(trace::ProblemDesc& d, const GraphState& g, int64_t* min_alig
   } else {
     d.op = uint16_t(op_of(main_op->kind));
     d.math_type = -1;
+    bool sdpa = main_op->kind == CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR ||
+                main_op->kind == CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR;
     static const TensorRole kRoles[3] = {TensorRole::kA, TensorRole::kB, TensorRole::kC};
+    static const TensorRole kSdpaRoles[3] = {TensorRole::kQ, TensorRole::kK, TensorRole::kV};
     for (int k = 0; k < 3; ++k) {
-      if (const TensorState* t = tensor_of(m.tensors[k])) problem_tensor(d.tensors[d.n_tensors++], kRoles[k], *t);
+      if (const TensorState* t = tensor_of(m.tensors[k])) problem_tensor(d.tensors[d.n_tensors++], (sdpa ? kSdpaRoles : kRoles)[k], *t);
     }
-    if (tout != nullptr) problem_tensor(d.tensors[d.n_tensors++], TensorRole::kOut, *tout);
+    TensorRole out_role = !sdpa ? TensorRole::kOut
+                          : main_op->kind == CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR ? TensorRole::kO
+                                                                                          : TensorRole::kDo;
+    if (tout != nullptr) problem_tensor(d.tensors[d.n_tensors++], out_role, *tout);
   }
   for (int i = 0; i < n; ++i) {
     if (ops[i] == main_op) continue;
     if (d.n_fused >= trace::kProblemMaxFused) break;
     trace::FusedOp& f = d.fused[d.n_fused++];
     f.op = uint16_t(op_of(ops[i]->kind));
-    f.mode = ops[i]->kind == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR ? op_mode(*ops[i]) : -1;
+    bool moded = ops[i]->kind == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR ||
+                 ops[i]->kind == CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR ||
+                 ops[i]->kind == CUDNN_BACKEND_OPERATION_RNG_DESCRIPTOR;
+    f.mode = moded ? op_mode(*ops[i]) : -1;
   }
   return true;
 }

@@ -24,5 +24,8 @@ void conv_problem(trace::ProblemDesc& d, trace::ProblemOp op, const TensorState&
 // The problem of a backend operation graph, from the mirrored states of its operations and their
 // tensors; false when the graph's operations are not known.
 bool graph_problem(trace::ProblemDesc& d, const GraphState& g, int64_t* min_alignment);
+// The same from the graph's operation descriptors (at most kMaxGraphOpsAll): a graph of more
+// operations than GraphState keeps (attention) gets its problem when its operations are set.
+bool graph_problem_of_ops(trace::ProblemDesc& d, void* const* op_descs, int n, int64_t* min_alignment);
 
 }  // namespace cuprobe::shim

@@ -65,7 +65,8 @@ enum class ProblemOp : uint16_t {
   kProblemOpLimit = 46,
 };
 
-enum class TensorRole : uint8_t { kNone = 0, kX, kW, kY, kDy, kDx, kDw, kA, kB, kC, kOut, kProbs, kRoleLimit };
+// kQ..kDo: attention's query, key, value, output and output gradient (sdpa_fwd, sdpa_bwd).
+enum class TensorRole : uint8_t { kNone = 0, kX, kW, kY, kDy, kDx, kDw, kA, kB, kC, kOut, kProbs, kQ, kK, kV, kO, kDo, kRoleLimit };
 
 // How a tensor's elements are laid out: a packed channels-first or channels-last order (named by
 // the number of dimensions: ncw/nchw/ncdhw, nwc/nhwc/ndhwc), a vectorized-channel filter, or
@@ -112,6 +113,10 @@ enum ProblemFlags : uint8_t {
 //                 10 forward mode (cudnnForwardMode_t, -1 none)
 //   ctc_loss      0 algorithm
 //   st_*          0 dims n, 1..5 dims, 6 data type, 7 sampler
+//   sdpa_*        0 causal mask (0/1), 1 dropout probability in millionths (0 none), 2 an additive
+//                 bias or mask (0/1), 3 softmax statistics written (training) (0/1), 4 paged K/V
+//                 caches (0/1); attention recognized in a composite graph (matmuls, softmax) keeps
+//                 its other operations in `fused`
 struct ProblemDesc {
   uint16_t op;         // ProblemOp
   uint8_t n_tensors;   // tensors in the problem's order (inputs, then the output)

@@ -356,5 +356,48 @@ TEST(CudnnCapture, RealLibcudnnDescriptorCallsWithoutAGpu) {
   EXPECT_GE(procs[0]["cudnn_version"].get<int>(), 90000);
 }
 
+// Graphs that are not convolutions (issue 33), built as cudnn-frontend 1.x builds them: each
+// pointwise, reduction, matmul and RNG descriptor destroyed once its operation is built, and
+// attention as a composite graph of 11 to 23 operations (more than a graph's mirror entry keeps).
+// Attention is named with its tensors and attributes; pointwise modes and reduction operators are
+// known; the problem is the same whether or not the auxiliary descriptors outlive the graph.
+std::vector<std::string> graph_problems(const std::string& dir) {
+  std::vector<std::string> texts;
+  for (const auto& p : of_type(dump(dir), "problem")) texts.push_back(p["text"]);
+  return texts;
+}
+
+TEST(CudnnCapture, AttentionAndOtherGraphsAreNamedWithTheirOperations) {
+  const std::vector<std::string> args = {program("graph_ops"), "--sdpa", "--sdpa-bwd", "--matmul", "--causal",
+                                         "--dropout", "0.1", "--seq", "64"};
+  std::string dir = fresh_dir("graphs");
+  RunResult r = record(dir, args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string qkv = "q[2,8,64,64]bf16 k[2,8,64,64]bf16 v[2,8,64,64]bf16";
+  std::vector<std::string> want = {
+      "sdpa_fwd " + qkv + " -> o[2,8,64,64]bf16 causal dropout=0.1 stats (+12+ ops)",
+      "sdpa_bwd " + qkv + " do[2,8,64,64]bf16 causal dropout=0.1 stats (+12+ ops)",
+      "matmul a[1,128,512]bf16 b[1,512,2048]bf16 str[1048576,1,512] -> out[1,128,2048]f32 +pw:add +pw:relu"};
+  EXPECT_EQ(graph_problems(dir), want);
+  // The same graphs with their auxiliary descriptors kept: the same problems.
+  std::string kept = fresh_dir("graphs-kept");
+  std::vector<std::string> keep_args = args;
+  keep_args.push_back("--keep-aux");
+  ASSERT_EQ(record(kept, keep_args).status, 0);
+  EXPECT_EQ(graph_problems(kept), want);
+  // Attention without a mask or dropout, with a bias: a graph of 11 operations, every one in the
+  // problem (the reductions with their operators).
+  std::string plain = fresh_dir("graphs-bias");
+  ASSERT_EQ(record(plain, {program("graph_ops"), "--sdpa", "--bias", "--seq", "32"}).status, 0);
+  auto problems = of_type(dump(plain), "problem");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0]["text"], "sdpa_fwd q[2,8,32,64]bf16 k[2,8,32,64]bf16 v[2,8,32,64]bf16 -> o[2,8,32,64]bf16 "
+                                 "bias stats (+10 ops)");
+  // Its executions name the problem.
+  auto runs = of_type(dump(plain), "call", "cudnnBackendExecute");
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0]["problem"], problems[0]["text"]);
+}
+
 }  // namespace
 }  // namespace cuprobe::test
