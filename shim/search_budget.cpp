@@ -52,7 +52,7 @@ struct Clock {
   const void* executed[kRemembered];
   uint8_t n_executed;
   uint8_t timed;           // a cudaEventElapsedTime came: a benchmark search
-  uint8_t record_pending;  // an event was recorded since the last execute, synchronize or elapsed time
+  uint8_t record_pending;  // an event was recorded since the last synchronize or elapsed time
   uint8_t budgeted;        // the budget answers this selection
   uint8_t built;           // budgeted: its plan was built, later candidates fail fast
   uint8_t legacy;          // a legacy cudnnFind* call is in flight (hash 0)
@@ -601,8 +601,9 @@ void clock_run(const DescEntry* e, const void* plan_desc) {
     close_clock();  // another problem's plan runs: the selection is over
     return;
   }
+  // Runs between an event record and the next synchronize or elapsed time are timed (PyTorch
+  // times one, cudnn-frontend's autotune several of the same plan).
   bool timed_run = c.record_pending != 0;
-  c.record_pending = 0;
   bool ran_before = false;
   for (int i = 0; i < c.n_executed && !ran_before; ++i) ran_before = c.executed[i] == plan_desc;
   if (!timed_run && ran_before && c.timed) {

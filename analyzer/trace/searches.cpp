@@ -219,6 +219,10 @@ void SearchTracker::on_finalize(const Event& e, const Fields& f, Episode& ep) {
 // A plan executed: a candidate ran; one run again after it was timed is a search's winner.
 void SearchTracker::on_execute(const Event& e, const Fields& f, ThreadState& ts) {
   ++ts.executions;
+  if (uint64_t plan = u(e, f.plan); plan != ts.last_plan || ts.same_plan_since == 0) {
+    ts.last_plan = plan;
+    ts.same_plan_since = ts.executions;
+  }
   Episode& ep = ts.episode;
   if (!ep.open) return;
   auto it = ep.by_plan.find(u(e, f.plan));
@@ -251,19 +255,24 @@ void SearchTracker::on_event_record(const Event& e, const Fields& f, ThreadState
   ts.recorded_at[u(e, f.event)] = ts.executions;
 }
 
-// A time measured between two events: the latest executed candidate's, when exactly one plan
-// execution lies between the two records.
+// A time measured between two events: the latest executed candidate's, per run, when the plan
+// executions between the two records are one or more runs of that plan and none came after.
 void SearchTracker::on_elapsed(const Event& e, const Fields& f, ThreadState& ts) {
   Episode& ep = ts.episode;
   if (!ep.open || ep.last_executed < 0 || e.ret != 0) return;
+  uint64_t runs = 1;
   if (ts.records_seen) {
     // Traces whose event records carry no role (older files read without the table) keep
     // the earlier reading: any time measured while a selection is open.
     auto start = ts.recorded_at.find(u(e, f.start));
     auto end = ts.recorded_at.find(u(e, f.end));
-    if (start == ts.recorded_at.end() || end == ts.recorded_at.end() || end->second - start->second != 1) return;
+    if (start == ts.recorded_at.end() || end == ts.recorded_at.end() || end->second <= start->second ||
+        end->second != ts.executions || ts.same_plan_since > start->second + 1) {
+      return;
+    }
+    runs = end->second - start->second;
   }
-  double ms = as_double(u(e, f.ms));
+  double ms = as_double(u(e, f.ms)) / double(runs);
   SearchCandidate& c = ep.rec.candidates[size_t(ep.last_executed)];
   if (c.time_ms < 0 || ms < c.time_ms) c.time_ms = ms;
   ep.timed = true;

@@ -134,10 +134,13 @@ class SearchTracker {
     Episode episode;
     std::map<uint64_t, LegacyPending> legacy;  // problem hash -> search awaiting its winner
     // Plan executions this thread made, and for each event it recorded that count when it did:
-    // a benchmark search times exactly one execution between two records of its own thread, so
-    // a measured time spanning none or many (a framework timing a whole step around a heuristic
-    // selection, DDP's runtime statistics) is not a candidate's.
+    // a benchmark search times one plan between two records of its own thread (PyTorch one run,
+    // cudnn-frontend's autotune several of the same plan: the time per run is the candidate's),
+    // so a measured time spanning no execution or several plans' (a framework timing a whole step
+    // around a heuristic selection, DDP's runtime statistics) is not a candidate's.
     uint64_t executions = 0;
+    uint64_t same_plan_since = 0;  // the first execution (1-based) of the latest run of one plan
+    uint64_t last_plan = 0;
     bool records_seen = false;
     std::unordered_map<uint64_t, uint64_t> recorded_at;  // event -> executions when recorded
   };

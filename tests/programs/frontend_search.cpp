@@ -7,7 +7,8 @@
 //
 // Options: --benchmark, --bwd (also backward data and backward filter), --shapes N (problem k
 // has batch 8+8k, H=W=16), --repeat K (search every problem K times in all, as after a cache
-// eviction), --steps S (default 3), --limit L (plans timed at most, default 10), --threads T
+// eviction), --steps S (default 3), --limit L (plans timed at most, default 10), --iters N (runs
+// of a candidate between its two event records, default 1; cudnn-frontend's autotune makes 10), --threads T
 // (each thread runs everything with its own handle and stream), --copy-configs, --graph-dies-early
 // (see below), --fallback (also cuDNN's fallback list, after the heuristics' configurations, as
 // cudnn-frontend's generator under PyTorch asks for both), --skip-engine E (drop the heuristics'
@@ -60,6 +61,7 @@ struct Options {
   int repeat = 1;
   int steps = 3;
   int limit = 10;
+  int iters = 1;  // executions of a candidate between its two event records (cudnn-frontend's autotune: 10)
   int threads = 1;
   bool copy_configs = false;
   bool graph_dies_early = false;
@@ -321,7 +323,8 @@ void run_problem(const Options& o, cudnnHandle_t handle, cudaStream_t stream, Ki
       if (execute(handle, p, b, search_ws) != CUDNN_STATUS_SUCCESS) continue;  // warm-up
       CK(cudaDeviceSynchronize());
       CK(cudaEventRecord(start, stream));
-      cudnnStatus_t s = execute(handle, p, b, search_ws);
+      cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
+      for (int it = 0; it < o.iters && s == CUDNN_STATUS_SUCCESS; ++it) s = execute(handle, p, b, search_ws);
       CK(cudaEventRecord(stop, stream));
       CK(cudaEventSynchronize(stop));
       float ms = 0.0f;
@@ -434,6 +437,7 @@ int main(int argc, char** argv) {
     else if (a == "--repeat") o.repeat = int_arg(argc, argv, i);
     else if (a == "--steps") o.steps = int_arg(argc, argv, i);
     else if (a == "--limit") o.limit = int_arg(argc, argv, i);
+    else if (a == "--iters") o.iters = int_arg(argc, argv, i);
     else if (a == "--copy-configs") o.copy_configs = true;
     else if (a == "--graph-dies-early") o.graph_dies_early = true;
     else if (a == "--threads") o.threads = int_arg(argc, argv, i);

@@ -399,5 +399,24 @@ TEST(CudnnCapture, AttentionAndOtherGraphsAreNamedWithTheirOperations) {
   EXPECT_EQ(runs[0]["problem"], problems[0]["text"]);
 }
 
+// cudnn-frontend's autotune (and its "Matmul autotuning" sample) times each plan over ten runs
+// between two event records, after an untimed warm-up run. That is a benchmark search whose
+// candidates have a time per run, not a process switching plans (issue 33).
+TEST(CudnnCapture, AnAutotuneTimingSeveralRunsPerPlanIsASearch) {
+  std::string dir = fresh_dir("autotune");
+  RunResult r = record(dir, {program("frontend_search"), "--benchmark", "--iters", "10", "--steps", "3"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto searches = of_type(dump(dir), "search");
+  ASSERT_EQ(searches.size(), 1u);
+  EXPECT_EQ(searches[0]["mode"], "benchmark");
+  int timed = 0;
+  for (const auto& c : searches[0]["candidates"]) timed += c.contains("time_ms");
+  EXPECT_GE(timed, 5) << searches[0].dump();
+  ASSERT_TRUE(searches[0].contains("chosen")) << searches[0].dump();
+  EXPECT_EQ(searches[0]["chosen"]["engine"], program_searches(r.out).at(0).winner);
+  json a = analyze_json({dir});
+  for (const auto& f : a["findings"]) EXPECT_NE(f["rule"], "algo-divergence") << f.dump();
+}
+
 }  // namespace
 }  // namespace cuprobe::test
