@@ -21,7 +21,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -87,14 +89,10 @@ class Graph {
     auto pw = create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
     set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
     set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
-    CK(cudnnBackendFinalize(pw));
-    auto op = keep(create(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR));
-    set(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw);
-    set(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-    if (b) set(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
-    if (t) set(op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t);
-    set(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out);
-    done(op, pw);
+    operation(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, pw,
+              {{CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw}, {CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x},
+               {CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b}, {CUDNN_ATTR_OPERATION_POINTWISE_TDESC, t},
+               {CUDNN_ATTR_OPERATION_POINTWISE_YDESC, out}});
   }
 
   void reduction(cudnnReduceTensorOp_t mode, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t out) {
@@ -102,25 +100,18 @@ class Graph {
     auto r = create(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
     set(r, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode);
     set(r, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec);
-    CK(cudnnBackendFinalize(r));
-    auto op = keep(create(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR));
-    set(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &r);
-    set(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-    set(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out);
-    done(op, r);
+    operation(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, r,
+              {{CUDNN_ATTR_OPERATION_REDUCTION_DESC, r}, {CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x},
+               {CUDNN_ATTR_OPERATION_REDUCTION_YDESC, out}});
   }
 
   void matmul(cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t c) {
     cudnnDataType_t prec = CUDNN_DATA_FLOAT;
     auto m = create(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
     set(m, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec);
-    CK(cudnnBackendFinalize(m));
-    auto op = keep(create(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR));
-    set(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &m);
-    set(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a);
-    set(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
-    set(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c);
-    done(op, m);
+    operation(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, m,
+              {{CUDNN_ATTR_OPERATION_MATMUL_DESC, m}, {CUDNN_ATTR_OPERATION_MATMUL_ADESC, a},
+               {CUDNN_ATTR_OPERATION_MATMUL_BDESC, b}, {CUDNN_ATTR_OPERATION_MATMUL_CDESC, c}});
   }
 
   void rng(double probability, cudnnBackendDescriptor_t out) {
@@ -128,11 +119,8 @@ class Graph {
     auto r = create(CUDNN_BACKEND_RNG_DESCRIPTOR);
     set(r, CUDNN_ATTR_RNG_DISTRIBUTION, CUDNN_TYPE_RNG_DISTRIBUTION, 1, &dist);
     set(r, CUDNN_ATTR_RNG_BERNOULLI_DIST_PROBABILITY, CUDNN_TYPE_DOUBLE, 1, &probability);
-    CK(cudnnBackendFinalize(r));
-    auto op = keep(create(CUDNN_BACKEND_OPERATION_RNG_DESCRIPTOR));
-    set(op, CUDNN_ATTR_OPERATION_RNG_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &r);
-    set(op, CUDNN_ATTR_OPERATION_RNG_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out);
-    done(op, r);
+    operation(CUDNN_BACKEND_OPERATION_RNG_DESCRIPTOR, r,
+              {{CUDNN_ATTR_OPERATION_RNG_DESC, r}, {CUDNN_ATTR_OPERATION_RNG_YDESC, out}});
   }
 
   // Finalizes the graph, asks the heuristics, builds the first plan that builds, runs it once.
@@ -193,8 +181,15 @@ class Graph {
     owned_.push_back(d);
     return d;
   }
-  // The operation is built; its auxiliary descriptor goes (cudnn-frontend's are temporaries).
-  void done(cudnnBackendDescriptor_t op, cudnnBackendDescriptor_t aux) {
+  // An operation of the given descriptors (null ones left unset), built on its finalized
+  // auxiliary descriptor, which then goes (cudnn-frontend's are temporaries).
+  void operation(cudnnBackendDescriptorType_t type, cudnnBackendDescriptor_t aux,
+                 std::initializer_list<std::pair<cudnnBackendAttributeName_t, cudnnBackendDescriptor_t>> attrs) {
+    CK(cudnnBackendFinalize(aux));
+    auto op = keep(create(type));
+    for (const auto& [name, desc] : attrs) {
+      if (desc != nullptr) set(op, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &desc);
+    }
     CK(cudnnBackendFinalize(op));
     ops_.push_back(op);
     if (o_.keep_aux) {
