@@ -95,8 +95,7 @@ void tensor(Out& o, const ProblemTensor& t, int skip = -1) {
   }
 }
 
-// A tensor of a graph whose main operation is not a convolution or a norm (matmul, attention,
-// pointwise, reduction): the convolution layouts' names mean nothing there. Packed row-major
+// A tensor of a matmul or attention graph: the convolution layouts' names mean nothing there. Packed row-major
 // (the last dimension contiguous: what the trace calls channels-first) shows no layout; anything
 // else shows its strides, reconstructed for a packed channels-last tensor.
 void plain_tensor(Out& o, const ProblemTensor& t) {
@@ -338,6 +337,40 @@ const char* tensor_role_text(TensorRole role) {
   }
 }
 
+// Attention recognized in a composite graph: q k v -> o (backward: q k v do), what its other
+// operations make of it, and how many they are (they are part of the problem's identity).
+static void attention(Out& o, const ProblemDesc& p) {
+  ProblemOp op = ProblemOp(p.op);
+  int nt = p.n_tensors <= trace::kProblemMaxTensors ? p.n_tensors : trace::kProblemMaxTensors;
+  const ProblemTensor* t = p.tensors;
+  o.text(problem_op_text(op));
+  for (int i = 0; i < nt; ++i) {
+    o.text(TensorRole(t[i].role) == TensorRole::kO ? " -> " : " ");
+    plain_tensor(o, t[i]);
+  }
+  if (param(p, 0)) o.text(" causal");
+  if (int64_t ppm = param(p, 1); ppm > 0 && ppm <= 1000000) {
+    o.text(" dropout=");
+    o.num(ppm / 1000000);
+    if (int64_t frac = ppm % 1000000; frac != 0) {
+      o.ch('.');
+      char digits[7];
+      for (int i = 5; i >= 0; --i, frac /= 10) digits[i] = char('0' + frac % 10);
+      int last = 5;
+      while (last > 0 && digits[last] == '0') --last;
+      for (int i = 0; i <= last; ++i) o.ch(digits[i]);
+    }
+  }
+  if (param(p, 2)) o.text(" bias");
+  if (param(p, 3)) o.text(" stats");
+  if (param(p, 4)) o.text(" paged");
+  if (p.n_fused > 0) {  // at most kProblemMaxFused are recorded: "+12+" when there may be more
+    o.text(" (+");
+    o.num(p.n_fused);
+    o.text(p.n_fused >= trace::kProblemMaxFused ? "+ ops)" : " ops)");
+  }
+}
+
 bool conv_dummy_height(const ProblemDesc& p) {
   if (!is_conv(ProblemOp(p.op)) || !(p.flags & trace::kProblemHasConv) || p.n_tensors != 3) return false;
   const ProblemConv& c = p.conv;
@@ -451,46 +484,19 @@ size_t render_problem(const ProblemDesc& p, char* buf, size_t cap) {
     }
     o.text(param(p, 7) == CUDNN_SAMPLER_BILINEAR ? " bilinear" : " sampler?");
   } else if ((op == ProblemOp::kSdpaFwd || op == ProblemOp::kSdpaBwd) && p.n_params >= 5) {
-    // Attention recognized in a composite graph: q k v -> o (backward: q k v do), what its other
-    // operations make of it, and how many they are (they are part of the problem's identity).
-    o.text(problem_op_text(op));
-    for (int i = 0; i < nt; ++i) {
-      o.text(TensorRole(t[i].role) == TensorRole::kO ? " -> " : " ");
-      plain_tensor(o, t[i]);
-    }
-    if (param(p, 0)) o.text(" causal");
-    if (int64_t ppm = param(p, 1); ppm > 0 && ppm <= 1000000) {
-      o.text(" dropout=");
-      o.num(ppm / 1000000);
-      if (int64_t frac = ppm % 1000000; frac != 0) {
-        o.ch('.');
-        char digits[7];
-        for (int i = 5; i >= 0; --i, frac /= 10) digits[i] = char('0' + frac % 10);
-        int last = 5;
-        while (last > 0 && digits[last] == '0') --last;
-        for (int i = 0; i <= last; ++i) o.ch(digits[i]);
-      }
-    }
-    if (param(p, 2)) o.text(" bias");
-    if (param(p, 3)) o.text(" stats");
-    if (param(p, 4)) o.text(" paged");
-    if (p.n_fused > 0) {  // at most kProblemMaxFused are recorded: "+12+" when there may be more
-      o.text(" (+");
-      o.num(p.n_fused);
-      o.text(p.n_fused >= trace::kProblemMaxFused ? "+ ops)" : " ops)");
-    }
+    attention(o, p);
     return o.finish();
   } else {
     // A backend graph whose main operation is not a convolution: its tensors a b c -> out (a
-    // norm's in the convolution layouts' names, the others' in plain dimensions).
-    bool norm = op == ProblemOp::kNormFwd || op == ProblemOp::kNormBwd;
+    // matmul's in plain dimensions, the others', often images, in the layouts' names).
+    bool plain = op == ProblemOp::kMatmul || op == ProblemOp::kSdpaFwd || op == ProblemOp::kSdpaBwd;
     o.text(problem_op_text(op));
     for (int i = 0; i < nt; ++i) {
-      o.text(TensorRole(t[i].role) == TensorRole::kOut ? " -> " : " ");
-      if (norm) {
-        tensor(o, t[i]);
-      } else {
+      o.text(TensorRole(t[i].role) == TensorRole::kOut || TensorRole(t[i].role) == TensorRole::kO ? " -> " : " ");
+      if (plain) {
         plain_tensor(o, t[i]);
+      } else {
+        tensor(o, t[i]);
       }
     }
   }

@@ -123,6 +123,10 @@ class SearchTracker {
     int last_executed = -1;              // candidate index of the latest execution
     int first_ok = -1;                   // candidate index of the first successful execution
     bool timed = false;
+    // Times measured over several runs of one candidate (cudnn-frontend's autotune), per run: a
+    // search only once a second candidate has one (an application timing a span of its chosen
+    // plan's runs after a heuristic selection is not searching).
+    std::vector<std::pair<size_t, double>> multi_run_times;
     // The latest allocation of the episode, until the thread either frees it (a probe) or does
     // anything else the tracker sees (then it is search workspace).
     uint64_t pending_ptr = 0, pending_size = 0;
@@ -135,9 +139,10 @@ class SearchTracker {
     std::map<uint64_t, LegacyPending> legacy;  // problem hash -> search awaiting its winner
     // Plan executions this thread made, and for each event it recorded that count when it did:
     // a benchmark search times one plan between two records of its own thread (PyTorch one run,
-    // cudnn-frontend's autotune several of the same plan: the time per run is the candidate's),
-    // so a measured time spanning no execution or several plans' (a framework timing a whole step
-    // around a heuristic selection, DDP's runtime statistics) is not a candidate's.
+    // cudnn-frontend's autotune several runs of each candidate: the time per run is the
+    // candidate's, once two candidates have one), so a measured time spanning no execution or
+    // several plans' (a framework timing a whole step around a heuristic selection, DDP's runtime
+    // statistics) is not a candidate's.
     uint64_t executions = 0;
     uint64_t same_plan_since = 0;  // the first execution (1-based) of the latest run of one plan
     uint64_t last_plan = 0;

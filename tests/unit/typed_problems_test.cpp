@@ -288,7 +288,7 @@ TEST(TypedProblems, AMatmulsTensorsAreShownWithoutConvolutionLayouts) {
   // A 3-D column-major operand (what the shim's layout detection calls channels-last): its strides.
   set(1, trace::TensorRole::kB, kBf16, trace::Layout::kChannelsLast, {2, 64, 32}, {});
   EXPECT_EQ(render(d), "matmul a[3,4,1024,128]bf16 b[2,64,32]bf16 str[2048,1,64] -> out[3,4,1024,1024]f32");
-  // A norm keeps the layout names (a batch norm over NHWC data is that).
+  // A norm keeps the layout names (a batch norm over NHWC data is that), as do pointwise graphs.
   d.op = uint16_t(trace::ProblemOp::kNormFwd);
   d.n_tensors = 1;
   set(0, trace::TensorRole::kA, kF32, trace::Layout::kChannelsLast, {8, 64, 16, 16}, {});
