@@ -50,7 +50,8 @@ bool parse_ms(const char* s, const char* end, float* out) {
 }
 
 // The knob text of a pin ("tile_size=4,stages=3", names as render_knobs writes them, "k<type>" for
-// knobs without a name) as knob types and values; false when a word is not one render_knobs writes.
+// knobs without a name) as knob types and values, knobs at -1 left out; false when a word is not
+// one render_knobs writes.
 bool parse_knobs(const char* text, Pin* p) {
   p->n_knobs = 0;
   for (const char* s = text; *s;) {
@@ -68,9 +69,13 @@ bool parse_knobs(const char* text, Pin* p) {
     if (type < 0 && len > 1 && *s == 'k' && parse_u64(s + 1, eq, 10, &u) && u < 4096) type = int(u);
     int64_t value = 0;
     if (type < 0 || !parse_i64(eq + 1, end, &value)) return false;
-    p->knob_types[p->n_knobs] = type;
-    p->knob_values[p->n_knobs] = value;
-    p->n_knobs++;
+    // A knob at -1 is one the configuration leaves to the engine (cuDNN's log lists those too):
+    // not part of the plan's identity, as the shim records it.
+    if (value != -1) {
+      p->knob_types[p->n_knobs] = type;
+      p->knob_values[p->n_knobs] = value;
+      p->n_knobs++;
+    }
     s = *end ? end + 1 : end;
   }
   return true;
@@ -144,6 +149,18 @@ bool parse_pin(const char* s, const char* end, Pin* p) {
   if (!has_hash || !has_engine || !has_kind) return false;
   p->key = plan_key(p->engine, knobs);
   p->answerable = !p->legacy && parse_knobs(knobs, p) ? 1 : 0;
+  if (p->answerable) {
+    // The plan's identity as the shim computes it: knobs sorted by type, those at -1 left out.
+    trace::Knob sorted[kMaxPinKnobs];
+    int n = 0;
+    for (int i = 0; i < p->n_knobs; ++i) {
+      int j = n++;
+      for (; j > 0 && sorted[j - 1].type > p->knob_types[i]; --j) sorted[j] = sorted[j - 1];
+      sorted[j] = trace::Knob{p->knob_types[i], 0, p->knob_values[i]};
+    }
+    char text[512];
+    if (render_knobs(sorted, n, text, sizeof text) < sizeof text) p->key = plan_key(p->engine, text);
+  }
   return true;
 }
 

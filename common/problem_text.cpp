@@ -364,6 +364,8 @@ static void attention(Out& o, const ProblemDesc& p) {
   if (param(p, 2)) o.text(" bias");
   if (param(p, 3)) o.text(" stats");
   if (param(p, 4)) o.text(" paged");
+  if (param(p, 5)) o.text(" block_mask");
+  if (param(p, 6)) o.text(" ragged");
   if (p.n_fused > 0) {  // at most kProblemMaxFused are recorded: "+12+" when there may be more
     o.text(" (+");
     o.num(p.n_fused);

@@ -140,6 +140,20 @@ void set_op_attribute(DescEntry& e, cudnnBackendAttributeName_t name, cudnnBacke
     op.mode_set = 1;
     return;
   }
+  // cuDNN's own attention operation: what its optional tensors say (the problem's parameters).
+  if (e.kind == CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR) {
+    int bit = name == CUDNN_ATTR_OPERATION_SDPA_FWD_STATSDESC           ? kSdpaStats
+              : name == CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_KDESC  ? kSdpaPaged
+              : name == CUDNN_ATTR_OPERATION_SDPA_FWD_BLOCK_MASK_DESC   ? kSdpaBlockMask
+              : name == CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_QDESC     ? kSdpaRagged
+              : name == CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_KVDESC    ? kSdpaRagged
+                                                                        : 0;
+    if (bit != 0) op.mode |= bit;
+  }
+  if (e.kind == CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR &&
+      (name == CUDNN_ATTR_OPERATION_SDPA_BWD_SEQ_LEN_QDESC || name == CUDNN_ATTR_OPERATION_SDPA_BWD_SEQ_LEN_KVDESC)) {
+    op.mode |= kSdpaRagged;
+  }
   Role role = op_role(e.kind, name);
   if (role == kNone) return;
   void* desc = element<void*>(el, 0);
@@ -173,10 +187,16 @@ bool is_op_kind(int kind) {
          kind < kKindBackendLimit;
 }
 
-// The knob set sorted by knob type, so that the same configuration is always the same set.
+// The knob set sorted by knob type, so that the same configuration is always the same set. A knob
+// at -1 is one the configuration leaves to the engine: cuDNN's API log lists every knob of the
+// engine, those at -1 included ("kernel_cfg=26,stages=-1"); cuprobe's plan identity and text leave
+// them out, whether a configuration holds them or not (docs/trace-format.md, "Knobs").
 int sorted_knobs(const KnobSet& knobs, trace::Knob* sorted) {
-  int n = knobs.n < kMaxKnobs ? knobs.n : kMaxKnobs;
-  for (int i = 0; i < n; ++i) sorted[i] = trace::Knob{knobs.types[i], 0, knobs.values[i]};
+  int m = knobs.n < kMaxKnobs ? knobs.n : kMaxKnobs;
+  int n = 0;
+  for (int i = 0; i < m; ++i) {
+    if (knobs.values[i] != -1) sorted[n++] = trace::Knob{knobs.types[i], 0, knobs.values[i]};
+  }
   for (int i = 1; i < n; ++i) {
     for (int j = i; j > 0 && sorted[j].type < sorted[j - 1].type; --j) {
       trace::Knob tmp = sorted[j];

@@ -61,6 +61,9 @@ struct ConvState {
 // tensors by role: inputs in slots 0-2 in the order the signature names them (convolution
 // forward x w, backward data dy w, backward filter x dy), the output in kOpOutput.
 inline constexpr int kOpOutput = 3;
+// cuDNN's SDPA operations: what their optional tensors say, in OpState::mode.
+enum SdpaBits : int32_t { kSdpaStats = 1, kSdpaPaged = 2, kSdpaBlockMask = 4, kSdpaRagged = 8 };
+
 struct OpState {
   int32_t mode;
   uint8_t accumulates;  // a convolution whose beta is not 0: its output is read as well as written

@@ -305,6 +305,14 @@ bool graph_problem_of_ops(trace::ProblemDesc& d, void* const* op_descs, int coun
                           : main_op->kind == CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR ? TensorRole::kO
                                                                                           : TensorRole::kDo;
     if (tout != nullptr) problem_tensor(d.tensors[d.n_tensors++], out_role, *tout);
+    if (sdpa) {  // the parameters composite attention has, as far as the operation tells them
+      int32_t bits = m.mode;
+      d.n_params = 7;
+      d.params[3] = (bits & kSdpaStats) != 0;
+      d.params[4] = (bits & kSdpaPaged) != 0;
+      d.params[5] = (bits & kSdpaBlockMask) != 0;
+      d.params[6] = (bits & kSdpaRagged) != 0;
+    }
   }
   for (int i = 0; i < n; ++i) {
     if (ops[i] == main_op) continue;

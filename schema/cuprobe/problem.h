@@ -115,8 +115,9 @@ enum ProblemFlags : uint8_t {
 //   st_*          0 dims n, 1..5 dims, 6 data type, 7 sampler
 //   sdpa_*        0 causal mask (0/1), 1 dropout probability in millionths (0 none), 2 an additive
 //                 bias or mask (0/1), 3 softmax statistics written (training) (0/1), 4 paged K/V
-//                 caches (0/1); attention recognized in a composite graph (matmuls, softmax) keeps
-//                 its other operations in `fused`
+//                 caches (0/1); cuDNN's own SDPA operation also 5 a block mask (0/1), 6 variable
+//                 sequence lengths (0/1); attention recognized in a composite graph (matmuls,
+//                 softmax) keeps its other operations in `fused`
 struct ProblemDesc {
   uint16_t op;         // ProblemOp
   uint8_t n_tensors;   // tensors in the problem's order (inputs, then the output)

@@ -10,6 +10,7 @@
 //   --sdpa-bwd    its backward's matmuls (dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q) around
 //                 the recomputed softmax
 //   --matmul      a plain batched matmul C = A·B with a bias ADD and a RELU
+//   --native      cuDNN's own SDPA forward operation (Q, K, V, O, statistics, scale)
 //   --seq S,...   sequence lengths (default 128), one graph each
 //   --keep-aux    keep the pointwise, reduction, matmul and RNG descriptors until the end (by
 //                 default each is destroyed once its operation is built, as cudnn-frontend does)
@@ -38,7 +39,7 @@ void ck(cudnnStatus_t s, const char* what) {
 #define CK(call) ck(call, #call)
 
 struct Options {
-  bool sdpa = false, bwd = false, matmul = false, causal = false, bias = false, keep_aux = false;
+  bool sdpa = false, bwd = false, matmul = false, native = false, causal = false, bias = false, keep_aux = false;
   double dropout = 0;
   std::vector<int64_t> seq = {128};
 };
@@ -176,6 +177,15 @@ class Graph {
 
   size_t ops() const { return ops_.size(); }
 
+  // An operation of the given descriptors without an auxiliary one.
+  void op(cudnnBackendDescriptorType_t type,
+          std::initializer_list<std::pair<cudnnBackendAttributeName_t, cudnnBackendDescriptor_t>> attrs) {
+    auto d = keep(create(type));
+    for (const auto& [name, desc] : attrs) set(d, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &desc);
+    CK(cudnnBackendFinalize(d));
+    ops_.push_back(d);
+  }
+
  private:
   cudnnBackendDescriptor_t keep(cudnnBackendDescriptor_t d) {
     owned_.push_back(d);
@@ -297,6 +307,21 @@ void sdpa_backward(Graph& g, const Options& o, int64_t s) {
   g.matmul(dst, sm.q, dk);
 }
 
+// cuDNN's own SDPA operation (what cudnn-frontend uses for PyTorch's forward without a mask or
+// dropout): Q, K, V, O, the softmax statistics and the scale.
+void native_sdpa(Graph& g, int64_t s) {
+  auto q = g.tensor({kB, kH, s, kD}, CUDNN_DATA_BFLOAT16);
+  auto k = g.tensor({kB, kH, s, kD}, CUDNN_DATA_BFLOAT16);
+  auto v = g.tensor({kB, kH, s, kD}, CUDNN_DATA_BFLOAT16);
+  auto o = g.tensor({kB, kH, s, kD}, CUDNN_DATA_BFLOAT16);
+  auto stats = g.tensor({kB, kH, s, 1}, CUDNN_DATA_FLOAT);
+  auto scale = g.tensor({1, 1, 1, 1}, CUDNN_DATA_FLOAT, false, {}, true);
+  g.op(CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR,
+       {{CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, q}, {CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, k},
+        {CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, v}, {CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, o},
+        {CUDNN_ATTR_OPERATION_SDPA_FWD_STATSDESC, stats}, {CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, scale}});
+}
+
 void plain_matmul(Graph& g, int64_t s) {
   auto a = g.tensor({1, kB * s, 512}, CUDNN_DATA_BFLOAT16);
   auto b = g.tensor({1, 512, 2048}, CUDNN_DATA_BFLOAT16, false, {512 * 2048, 1, 512});
@@ -318,6 +343,7 @@ int main(int argc, char** argv) {
     if (a == "--sdpa") o.sdpa = true;
     else if (a == "--sdpa-bwd") o.bwd = true;
     else if (a == "--matmul") o.matmul = true;
+    else if (a == "--native") o.native = true;
     else if (a == "--causal") o.causal = true;
     else if (a == "--bias") o.bias = true;
     else if (a == "--keep-aux") o.keep_aux = true;
@@ -341,12 +367,13 @@ int main(int argc, char** argv) {
     struct Kind {
       bool on;
       const char* name;
-    } kinds[] = {{o.sdpa, "sdpa_fwd"}, {o.bwd, "sdpa_bwd"}, {o.matmul, "matmul"}};
+    } kinds[] = {{o.sdpa, "sdpa_fwd"}, {o.bwd, "sdpa_bwd"}, {o.matmul, "matmul"}, {o.native, "sdpa_native"}};
     for (const Kind& k : kinds) {
       if (!k.on) continue;
       Graph g(o);
       if (std::strcmp(k.name, "sdpa_fwd") == 0) sdpa_forward(g, o, s);
       else if (std::strcmp(k.name, "sdpa_bwd") == 0) sdpa_backward(g, o, s);
+      else if (std::strcmp(k.name, "sdpa_native") == 0) native_sdpa(g, s);
       else plain_matmul(g, s);
       int64_t engine = g.run(handle);
       std::printf("graph %s seq=%lld ops=%zu engine=%lld\n", k.name, static_cast<long long>(s), g.ops(),

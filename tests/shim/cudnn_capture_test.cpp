@@ -397,6 +397,12 @@ TEST(CudnnCapture, AttentionAndOtherGraphsAreNamedWithTheirOperations) {
   auto runs = of_type(dump(plain), "call", "cudnnBackendExecute");
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0]["problem"], problems[0]["text"]);
+  // cuDNN's own SDPA operation (PyTorch's forward without mask or dropout on cuDNN 9.19): its
+  // tensors in their roles, the statistics it writes.
+  std::string native = fresh_dir("graphs-native");
+  ASSERT_EQ(record(native, {program("graph_ops"), "--native", "--seq", "16"}).status, 0);
+  EXPECT_EQ(graph_problems(native), (std::vector<std::string>{"sdpa_fwd q[2,8,16,64]bf16 k[2,8,16,64]bf16 "
+                                                               "v[2,8,16,64]bf16 -> o[2,8,16,64]bf16 stats"}));
 }
 
 // cudnn-frontend's autotune (and its "Matmul autotuning" sample) times each plan over ten runs

@@ -40,6 +40,16 @@ TEST(PinText, WrittenAsPlansExportWroteItAndReadBack) {
   EXPECT_EQ(p.cudnn, 90100);
   EXPECT_EQ(p.legacy, 0);
   EXPECT_EQ(p.key, pins::plan_key(7, "tile_size=4,stages=3"));
+  // Knobs at -1 are the engine's own (cuDNN's log lists them): the same plan as without them, in
+  // any order (issue 33).
+  pins::PinWords logged = w;
+  logged.knobs = "stages=3,split_k_slc=-1,tile_size=4";
+  std::string ws = format(logged);
+  pins::Pin q;
+  ASSERT_TRUE(pins::parse_pin(ws.data(), ws.data() + ws.size(), &q)) << ws;
+  EXPECT_EQ(q.key, p.key);
+  EXPECT_EQ(q.n_knobs, 2);
+  EXPECT_TRUE(q.answerable);
 
   pins::PinWords l;
   l.hash = 1;
