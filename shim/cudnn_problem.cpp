@@ -85,16 +85,10 @@ const TensorState* tensor_of(void* desc) {
   return e && e->kind == CUDNN_BACKEND_TENSOR_DESCRIPTOR ? &e->u.tensor : nullptr;
 }
 
-// The operation's own mode where it lives in a separate descriptor (pointwise, reduction): what
-// the operation copied from that descriptor when it was set (the descriptor may be gone by the
-// graph's finalize, its address reused), else the descriptor's if it is still there.
-int op_mode(const DescEntry& op) {
-  if (op.u.op.mode_set) return op.u.op.mode;
-  DescEntry* aux = op.u.op.conv != nullptr ? desc_find(op.u.op.conv) : nullptr;
-  return aux != nullptr && (aux->kind == CUDNN_BACKEND_POINTWISE_DESCRIPTOR || aux->kind == CUDNN_BACKEND_REDUCTION_DESCRIPTOR)
-             ? aux->u.op.mode
-             : -1;
-}
+// The operation's own mode where it lives in a separate descriptor (pointwise, reduction, RNG),
+// copied from that descriptor when it was set on the operation (it may be gone by the graph's
+// finalize, its address reused); -1 when it was not known then.
+int op_mode(const DescEntry& op) { return op.u.op.mode_set ? op.u.op.mode : -1; }
 
 void note_alignment(const TensorState* t, int64_t* min_alignment) {
   if (t && !t->is_virtual && t->alignment > 0 && (*min_alignment == 0 || t->alignment < *min_alignment)) {
