@@ -61,9 +61,10 @@ bool parse_knobs(const char* text, Pin* p) {
     if (end == nullptr) end = eq + strlen(eq);
     int type = -1;
     size_t len = size_t(eq - s);
-    for (int k = 0; k < CUDNN_KNOB_TYPE_COUNTS && type < 0; ++k) {
+    for (int k = 0; k < trace::kBlasKnobBase + 9 && type < 0; ++k) {
       const char* name = knob_text(k);
       if (name && strlen(name) == len && memcmp(name, s, len) == 0) type = k;
+      if (k == CUDNN_KNOB_TYPE_COUNTS) k = trace::kBlasKnobBase;  // then cuBLASLt's configuration names
     }
     uint64_t u = 0;
     if (type < 0 && len > 1 && *s == 'k' && parse_u64(s + 1, eq, 10, &u) && u < 4096) type = int(u);

@@ -311,6 +311,7 @@ const char* problem_op_text(ProblemOp op) {
     case ProblemOp::kStSamplerBwd: return "st_sampler_bwd";
     case ProblemOp::kStGridFwd: return "st_grid_fwd";
     case ProblemOp::kStGridBwd: return "st_grid_bwd";
+    case ProblemOp::kBlasLtMatmul: return "blaslt_matmul";
     default: return "op?";
   }
 }
@@ -371,6 +372,103 @@ static void attention(Out& o, const ProblemDesc& p) {
     o.num(p.n_fused);
     o.text(p.n_fused >= trace::kProblemMaxFused ? "+ ops)" : " ops)");
   }
+}
+
+// cuBLASLt's compute types (cublasComputeType_t) and epilogues (cublasLtEpilogue_t), by value.
+static const char* blas_compute_text(int64_t c) {
+  switch (c) {
+    case 64: return "f16";
+    case 65: return "f16_pedantic";
+    case 68: return "f32";
+    case 69: return "f32_pedantic";
+    case 70: return "f64";
+    case 71: return "f64_pedantic";
+    case 72: return "i32";
+    case 73: return "i32_pedantic";
+    case 74: return "f32_fast_f16";
+    case 75: return "f32_fast_bf16";
+    case 77: return "f32_fast_tf32";
+    case 78: return "f32_emulated_bf16x9";
+    case 79: return "f64_emulated_fixedpoint";
+    default: return nullptr;
+  }
+}
+
+static const char* blas_epilogue_text(int64_t e) {
+  switch (e) {
+    case 1: return "";
+    case 2: return " +relu";
+    case 130: return " +relu_aux";
+    case 4: return " +bias";
+    case 6: return " +relu_bias";
+    case 134: return " +relu_aux_bias";
+    case 136: return " +drelu";
+    case 152: return " +drelu_bgrad";
+    case 32: return " +gelu";
+    case 160: return " +gelu_aux";
+    case 36: return " +gelu_bias";
+    case 164: return " +gelu_aux_bias";
+    case 192: return " +dgelu";
+    case 208: return " +dgelu_bgrad";
+    case 256: return " +bgrada";
+    case 512: return " +bgradb";
+    default: return nullptr;
+  }
+}
+
+// A cuBLASLt matmul: D[m,n] = op(A)[m,k] op(B)[k,n] (+ C), as BLAS states it (column-major), with
+// the batch, the transposes, types, the compute type and the epilogue; a leading dimension or
+// batch stride only where it is not the packed one, a row-major layout named.
+static void blaslt(Out& o, const ProblemDesc& p) {
+  const ProblemTensor* t = p.tensors;
+  bool ta = param(p, 0) != 0, tb = param(p, 1) != 0;
+  int64_t m = ta ? t[0].dims[2] : t[0].dims[1];
+  int64_t k = ta ? t[0].dims[1] : t[0].dims[2];
+  int64_t n = tb ? t[1].dims[1] : t[1].dims[2];
+  o.text("blaslt_matmul m");
+  o.num(m);
+  o.text(" n");
+  o.num(n);
+  o.text(" k");
+  o.num(k);
+  if (t[3].dims[0] > 1) {
+    o.text(" batch");
+    o.num(t[3].dims[0]);
+  }
+  static const char* const kNames[4] = {"a", "b", "c", "d"};
+  for (int i = 0; i < 4; ++i) {
+    const ProblemTensor& x = t[i];
+    bool row = x.strides[2] == 1 && x.strides[1] != 1;
+    int64_t ld = row ? x.strides[1] : x.strides[2];
+    int64_t packed_ld = row ? x.dims[2] : x.dims[1];
+    o.text(i == 3 ? " -> " : " ");
+    o.text(kNames[i]);
+    o.ch(':');
+    o.text(dtype_text(x.dtype));
+    if ((i == 0 && ta) || (i == 1 && tb)) o.text("^T");
+    if (row) o.text(",row");
+    if (ld != packed_ld) {
+      o.text(",ld");
+      o.num(ld);
+    }
+    if (x.dims[0] > 1 && x.strides[0] != x.dims[1] * x.dims[2]) {
+      o.text(",bstride");
+      o.num(x.strides[0]);
+    }
+  }
+  o.text(" acc:");
+  if (const char* c = blas_compute_text(param(p, 2))) {
+    o.text(c);
+  } else {
+    o.num(param(p, 2));
+  }
+  if (const char* e = blas_epilogue_text(param(p, 4))) {
+    o.text(e);
+  } else {
+    o.text(" +epilogue:");
+    o.num(param(p, 4));
+  }
+  if (param(p, 5)) o.text(" fast_accum");
 }
 
 bool conv_dummy_height(const ProblemDesc& p) {
@@ -488,6 +586,10 @@ size_t render_problem(const ProblemDesc& p, char* buf, size_t cap) {
   } else if ((op == ProblemOp::kSdpaFwd || op == ProblemOp::kSdpaBwd) && p.n_params >= 5) {
     attention(o, p);
     return o.finish();
+  } else if (op == ProblemOp::kBlasLtMatmul && nt == 4 && p.n_params >= 6 && t[0].nbdims == 3 && t[1].nbdims == 3 &&
+             t[2].nbdims == 3 && t[3].nbdims == 3) {
+    blaslt(o, p);
+    return o.finish();
   } else {
     // A backend graph whose main operation is not a convolution: its tensors a b c -> out (a
     // matmul's in plain dimensions, the others', often images, in the layouts' names).
@@ -536,6 +638,14 @@ const char* knob_text(int type) {
       "tile_m", "tile_n", "warp_spec_cfg", "swap_ab",
   };
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == CUDNN_KNOB_TYPE_COUNTS);
+  // A cuBLASLt algorithm's configuration: cublasLtMatmulAlgoConfigAttributes_t 1..8 by the
+  // attributes' own names (CUBLASLT_ALGO_CONFIG_TILE_ID ...), distinct from cuDNN's knobs.
+  static const char* const kBlasNames[] = {
+      "tile_id",        "splitk_num",    "reduction_scheme", "cta_swizzling",
+      "custom_option", "stages_id", "inner_shape_id",   "cluster_shape_id",
+  };
+  int blas = type - trace::kBlasKnobBase - 1;
+  if (blas >= 0 && blas < int(sizeof(kBlasNames) / sizeof(kBlasNames[0]))) return kBlasNames[blas];
   return type >= 0 && type < CUDNN_KNOB_TYPE_COUNTS ? kNames[type] : nullptr;
 }
 

@@ -232,7 +232,7 @@ inline constexpr uint64_t kKeptApiFlags =
     trace::kApiPhysical | trace::kApiVaReserve | trace::kApiVaFree | trace::kApiMap | trace::kApiUnmap |
     trace::kApiMemInfo | trace::kApiOomReport | trace::kApiAlgoSearch | trace::kApiPlanFinalize |
     trace::kApiLegacyFind | trace::kApiLegacyGet | trace::kApiHandleCreate | trace::kApiEventTiming |
-    trace::kApiCommInit | trace::kApiEntryPoint;
+    trace::kApiCommInit | trace::kApiEntryPoint | trace::kApiBlasHeuristic;
 // Calls that begin (or go on with) a plan selection: the thread's next kSelectionBudget calls are
 // kept, which covers the event records, synchronizations and executions of a benchmark search.
 inline constexpr uint64_t kSelectionApiFlags =

@@ -32,6 +32,7 @@ uint32_t g_cudnn_written;
 uint32_t g_torch_version_written;   // 1 once written (or known not to be found: no version.py)
 uint32_t g_torch_version_attempts;  // walks of the loaded objects for libc10 so far
 uint32_t g_nccl_version_written;
+uint32_t g_cublaslt_written;
 uint32_t g_nvidia_driver_written;
 int g_nccl_nranks;  // size of the largest NCCL communicator written, 0 none; under the meta lock
 
@@ -105,6 +106,7 @@ void write_api_table() {
   register_cudnn_fields();
   register_driver_fields();
   register_nccl_fields();
+  register_cublaslt_fields();
   MetaWriter w;
   for (int id = 0; id < kApiCount; ++id) {
     const ApiStatic& a = kApis[id];
@@ -192,6 +194,7 @@ void process_info_after_fork() {
   g_torch_version_written = 0;
   g_torch_version_attempts = 0;
   g_nccl_version_written = 0;
+  g_cublaslt_written = 0;
   g_nvidia_driver_written = 0;
   g_nccl_nranks = 0;
   g_nccl_rank = -1;
@@ -307,6 +310,17 @@ void note_nccl_comm(int nranks, int rank) {
   if (nranks <= __atomic_load_n(&g_nccl_nranks, __ATOMIC_RELAXED)) return;
   write_nccl_comm(nranks, rank);
   faults_rank_known();  // rules aimed at a rank (rank=N, rank=random) where no launcher said it
+}
+
+void note_cublaslt_library() {
+  if (__atomic_exchange_n(&g_cublaslt_written, 1u, __ATOMIC_ACQ_REL)) return;
+  using VersionFn = size_t (*)();
+  auto fn = reinterpret_cast<VersionFn>(resolve_in_library(trace::Library::kCublasLt, "cublasLtGetVersion"));
+  size_t code = fn != nullptr ? fn() : 0;  // major*10000 + minor*100 + patch
+  if (code == 0) return;
+  char v[32];
+  int n = snprintf(v, sizeof v, "%zu.%zu.%zu", code / 10000, code % 10000 / 100, code % 100);
+  if (n > 0 && size_t(n) < sizeof v) write_library_version("cublaslt", v, size_t(n));
 }
 
 namespace {

@@ -39,6 +39,10 @@ int current_device(ThreadState& t);
 // (the world's communicator, not a subgroup's or a point-to-point pair's).
 void note_nccl_comm(int nranks, int rank);
 
+// Writes cuBLASLt's version (a kLibraryVersion "cublaslt=13.1.0") once per process, from the copy
+// of libcublasLt the calls go to (cublasLtGetVersion).
+void note_cublaslt_library();
+
 int process_rank();  // from RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK; -1 when none
 // The job's rank of this process and its size as cuprobe knows them: the launcher's variables,
 // else the largest NCCL communicator's (torch.multiprocessing.spawn sets none); -1 each unknown.
@@ -53,4 +57,5 @@ void register_cudart_fields();
 void register_cudnn_fields();
 void register_driver_fields();
 void register_nccl_fields();
+void register_cublaslt_fields();
 }  // namespace cuprobe::shim

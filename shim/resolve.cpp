@@ -13,7 +13,7 @@ void* g_real[kApiCount];
 
 namespace {
 
-constexpr int kLibraries = 6;  // indexed by trace::Library
+constexpr int kLibraries = 7;  // indexed by trace::Library
 
 struct LibraryCopy {
   void* handle;  // atomic: published after path is written
@@ -29,6 +29,7 @@ const char* soname_prefix(trace::Library lib) {
     case trace::Library::kDriver: return "libcuda.so";
     case trace::Library::kTorch: return "libc10.so";
     case trace::Library::kNccl: return "libnccl.so";
+    case trace::Library::kCublasLt: return "libcublasLt.so";
   }
   return "";
 }

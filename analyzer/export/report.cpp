@@ -237,10 +237,11 @@ class ReportSink : public TimelineSink {
     ++searches_;
     if (r.problem_hash == 0) return;
     if (r.winner >= 0 && size_t(r.winner) < r.candidates.size()) {
-      ProblemUse& u = use(r.problem_hash, r.problem, r.backend());
+      bool knobs = r.backend() || !r.cudnn();  // a cuBLASLt algorithm's configuration is its knobs
+      ProblemUse& u = use(r.problem_hash, r.problem, knobs);
       const reader::SearchCandidate& c = r.candidates[size_t(r.winner)];
       // A legacy candidate's "knobs" are its math type, which its executions do not carry.
-      u.winner = {c.engine, r.backend() ? c.knobs : std::string()};
+      u.winner = {c.engine, knobs ? c.knobs : std::string()};
       u.has_winner = true;
     }
   }

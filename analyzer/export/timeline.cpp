@@ -118,7 +118,7 @@ class Walker {
       on_alloc(e, v, api);
     } else if (kind == analysis::MemoryCall::kFree) {
       on_free(e, v, api);
-    } else if (v.runs_problem()) {
+    } else if (v.runs_chosen()) {
       on_run(e, v);
     } else if (v.flags & trace::kApiSync) {
       SyncItem s{e.tid, e.ts_ns, e.dur_ns, e.device, api, e.ret};
@@ -204,10 +204,10 @@ class Walker {
     x.dur_ns = e.dur_ns;
     x.device = e.device;
     x.ret = e.ret;
-    x.backend = v.backend_execute;
-    x.engine = v.backend_execute ? int64_t(field(e, v.engine)) : int64_t(field(e, v.algo));
+    x.backend = v.engine_and_knobs();
+    x.engine = v.engine_and_knobs() ? int64_t(field(e, v.engine)) : int64_t(field(e, v.algo));
     static const std::string kNone;
-    x.knobs = v.backend_execute ? &trace_.knobs_text(reader::KnobsId(field(e, v.knobs))) : &kNone;
+    x.knobs = v.engine_and_knobs() ? &trace_.knobs_text(reader::KnobsId(field(e, v.knobs))) : &kNone;
     x.workspace = field(e, workspace_field(e.api, *v.api));
     x.problem = &analysis::problem_text_of(trace_, e, v);
     x.problem_hash = analysis::problem_hash_of(trace_, e, v);

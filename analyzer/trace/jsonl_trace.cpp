@@ -217,7 +217,8 @@ uint64_t builtin_flags(const std::string& name) {
 // without them, and the table supplies them.
 constexpr uint64_t kRoleFlags = trace::kApiPlanFinalize | trace::kApiPlanExecute | trace::kApiLegacyFind |
                                 trace::kApiLegacyGet | trace::kApiLegacyConvExec | trace::kApiHandleCreate |
-                                trace::kApiEventTiming | trace::kApiLaterRoleFlags;
+                                trace::kApiEventTiming | trace::kApiLaterRoleFlags |
+                                trace::kApiBlasHeuristic | trace::kApiBlasMatmul;
 
 trace::Library builtin_library(const std::string& name) {
   const ApiStatic* a = api_by_name(name.c_str());
@@ -742,6 +743,9 @@ class JsonlTrace : public Trace {
         case 'k': value.bits = b_.add_knobs_text(value.text); break;
         case 'r': {
           if (value.results.empty()) break;
+          for (size_t i = 0; i < value.result_knobs.size() && i < value.results.size(); ++i) {
+            if (!value.result_knobs[i].empty()) value.results[i].knobs = b_.add_knobs_text(value.result_knobs[i]);
+          }
           value.bits = b_.add_algo_results(std::move(value.results));
           break;
         }
@@ -1092,6 +1096,7 @@ class JsonlTrace : public Trace {
     char kind = 0;     // 's' 'q' 'k' 'r': resolved to an id at commit
     std::string text;  // 's', 'q', 'k'
     std::vector<trace::AlgoResult> results;  // 'r'
+    std::vector<std::string> result_knobs;   // 'r': each result's configuration ("" none)
   };
 
   // A call's value for one of its fields: strings of 's' fields by id, addresses and flags
@@ -1118,6 +1123,8 @@ class JsonlTrace : public Trace {
           r.determinism = i32(item, "determinism", 0);
           r.math_type = i32(item, "math", 0);
           r.memory = u64(item, "memory");
+          const json* knobs = find(item, "knobs");
+          out.result_knobs.push_back(knobs && knobs->is_string() ? knobs->get<std::string>() : std::string());
           out.results.push_back(r);
         }
       } else {
@@ -1145,6 +1152,7 @@ class JsonlTrace : public Trace {
     if (s == "driver") return trace::Library::kDriver;
     if (s == "torch") return trace::Library::kTorch;
     if (s == "nccl") return trace::Library::kNccl;
+    if (s == "cublaslt") return trace::Library::kCublasLt;
     return trace::Library::kCudart;
   }
 

@@ -64,6 +64,7 @@ const char* library_name(trace::Library lib) {
     case trace::Library::kDriver: return "driver";
     case trace::Library::kTorch: return "torch";
     case trace::Library::kNccl: return "nccl";
+    case trace::Library::kCublasLt: return "cublaslt";
   }
   return "unknown";
 }

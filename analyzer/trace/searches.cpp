@@ -22,6 +22,8 @@ enum Role : uint8_t {
   kLegacyConvExec,
   kSync,
   kAttributeQuery,
+  kBlasHeuristic,
+  kBlasMatmul,
 };
 
 constexpr int kGraphKind = 15;  // CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR
@@ -36,7 +38,7 @@ double as_double(uint64_t bits) {
 
 }  // namespace
 
-std::vector<SearchCandidate> legacy_candidates(const std::vector<trace::AlgoResult>* results) {
+std::vector<SearchCandidate> legacy_candidates(const std::vector<trace::AlgoResult>* results, const Trace* trace) {
   std::vector<SearchCandidate> out;
   if (results == nullptr) return out;
   for (const trace::AlgoResult& r : *results) {
@@ -47,7 +49,11 @@ std::vector<SearchCandidate> legacy_candidates(const std::vector<trace::AlgoResu
     c.workspace = r.memory;
     c.math = r.math_type;
     c.deterministic = r.determinism != 0;
-    c.knobs = "math=" + std::to_string(r.math_type) + (c.deterministic ? "" : ",nondeterministic");
+    if (trace != nullptr && r.knobs != 0) {
+      c.knobs = trace->knobs_text(KnobsId(r.knobs));
+    } else if (trace == nullptr || r.math_type >= 0) {
+      c.knobs = "math=" + std::to_string(r.math_type) + (c.deterministic ? "" : ",nondeterministic");
+    }
     out.push_back(c);
   }
   return out;
@@ -74,6 +80,8 @@ SearchTracker::SearchTracker(const Trace& trace, Sink sink) : trace_(trace), sin
     else if (a.flags & trace::kApiLegacyFind) role_[id] = kLegacyFind;
     else if (a.flags & trace::kApiLegacyGet) role_[id] = kLegacyGet;
     else if (a.flags & trace::kApiLegacyConvExec) role_[id] = kLegacyConvExec;
+    else if (a.flags & trace::kApiBlasHeuristic) role_[id] = kBlasHeuristic;
+    else if (a.flags & trace::kApiBlasMatmul) role_[id] = kBlasMatmul;
     else if (a.flags & trace::kApiSync)
       role_[id] = kSync;
     else if (a.name == "cudnnBackendGetAttribute")
@@ -164,8 +172,10 @@ void SearchTracker::on_event(const Event& e) {
       return;
     }
     case kLegacyFind:
-    case kLegacyGet: return on_legacy_query(e, f, role == kLegacyFind, ts);
-    case kLegacyConvExec: return on_legacy_execute(e, f, ts);
+    case kLegacyGet: return on_legacy_query(e, f, SearchApi::kLegacy, role == kLegacyFind, ts);
+    case kBlasHeuristic: return on_legacy_query(e, f, SearchApi::kCublasLt, false, ts);
+    case kLegacyConvExec:
+    case kBlasMatmul: return on_legacy_execute(e, f, ts);
     default: return;
   }
 }
@@ -296,19 +306,21 @@ void SearchTracker::on_elapsed(const Event& e, const Fields& f, ThreadState& ts)
 
 // A legacy cudnnFind* (benchmark) or cudnnGet*_v7 (heuristic) call: a search awaiting the
 // problem's next execution on this thread, which names the winner.
-void SearchTracker::on_legacy_query(const Event& e, const Fields& f, bool find, ThreadState& ts) {
+void SearchTracker::on_legacy_query(const Event& e, const Fields& f, SearchApi api, bool find, ThreadState& ts) {
   const Problem* problem = trace_.problem(ProblemId(u(e, f.problem)));
   uint64_t hash = problem ? problem->hash : 0;
   auto old = ts.legacy.find(hash);
   if (old != ts.legacy.end()) {
-    emit(old->second.rec);  // asked again before running it: still incomplete
+    // Asked again before running it: still incomplete (cuBLASLt's heuristics asked again, as an
+    // application that only queries does: nothing new when it is the same question).
+    if (old->second.rec.api != SearchApi::kCublasLt) emit(old->second.rec);
     ts.legacy.erase(old);
   }
   SearchRecord r;
   r.pid = e.pid;
   r.tid = e.tid;
   r.device = e.device;
-  r.api = SearchApi::kLegacy;
+  r.api = api;
   r.function = trace_.api_name(e.api);
   r.mode = find ? SearchMode::kBenchmark : SearchMode::kHeuristic;
   r.problem = problem ? problem->text : std::string();
@@ -318,7 +330,7 @@ void SearchTracker::on_legacy_query(const Event& e, const Fields& f, bool find, 
   r.align = uint32_t(u(e, f.align));
   r.stack = e.stack;
   r.end_ns = e.ts_ns + e.dur_ns;
-  r.candidates = legacy_candidates(trace_.algo_results(AlgoResultsId(u(e, f.results))));
+  r.candidates = legacy_candidates(trace_.algo_results(AlgoResultsId(u(e, f.results))), &trace_);
   for (const auto& c : r.candidates) r.plans_rejected += c.build_status != 0 ? 1 : 0;
   r.search_workspace = f.workspace >= 0 ? u(e, f.workspace) : 0;
   ts.legacy[hash] = LegacyPending{r};
@@ -329,14 +341,22 @@ void SearchTracker::on_legacy_execute(const Event& e, const Fields& f, ThreadSta
   auto it = ts.legacy.find(problem ? problem->hash : 0);
   if (it == ts.legacy.end()) return;
   SearchRecord& r = it->second.rec;
-  int64_t algo = i(e, f.algo);
+  bool blas = r.api == SearchApi::kCublasLt;
+  // A cuBLASLt algorithm is its id and configuration (several configurations of one id are offered).
+  int64_t algo = blas ? i(e, f.engine) : i(e, f.algo);
+  std::string knobs = blas ? trace_.knobs_text(KnobsId(u(e, f.knobs))) : std::string();
   r.winner = -1;
   for (size_t k = 0; k < r.candidates.size(); ++k) {
-    if (r.candidates[k].engine == algo) r.winner = int(k);
+    if (r.candidates[k].engine == algo && (!blas || r.candidates[k].knobs == knobs)) {
+      r.winner = int(k);
+      if (blas) break;  // the first offer of that configuration
+    }
   }
   if (r.winner < 0) {
     SearchCandidate c;
     c.engine = algo;
+    c.knobs = knobs;
+    if (blas) c.workspace = u(e, f.workspace);
     r.candidates.push_back(c);
     r.winner = int(r.candidates.size()) - 1;
   }
@@ -344,7 +364,16 @@ void SearchTracker::on_legacy_execute(const Event& e, const Fields& f, ThreadSta
   r.candidates[size_t(r.winner)].exec_status = e.ret;
   r.end_ns = e.ts_ns;
   r.complete = true;
-  emit(r);
+  if (blas) {
+    // Emitted the first time this thread runs the problem, and whenever it runs another algorithm.
+    auto [seen, fresh] = ts.blas_chosen.try_emplace(r.problem_hash, algo, knobs);
+    if (fresh || seen->second != std::make_pair(algo, knobs)) {
+      seen->second = {algo, knobs};
+      emit(r);
+    }
+  } else {
+    emit(r);
+  }
   ts.legacy.erase(it);
 }
 
@@ -366,7 +395,10 @@ bool SearchTracker::in_episode(uint32_t tid, uint64_t problem_hash) const {
 void SearchTracker::finish() {
   for (auto& [tid, ts] : threads_) {
     close(ts.episode);
-    for (auto& [hash, pending] : ts.legacy) emit(pending.rec);
+    for (auto& [hash, pending] : ts.legacy) {
+      // A cuBLASLt query never followed by its matmul: new only for a problem never run.
+      if (pending.rec.api != SearchApi::kCublasLt || !ts.blas_chosen.count(hash)) emit(pending.rec);
+    }
     ts.legacy.clear();
   }
 }

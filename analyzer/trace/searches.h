@@ -51,7 +51,10 @@ struct SearchCandidate {
 
 // Which cuDNN API chose the plan, and how: compared as enums; the names (what outputs, plan files
 // and evidence carry) are in the tables below and nowhere else.
-enum class SearchApi : uint8_t { kBackend, kLegacy };
+// kCublasLt: cuBLASLt's heuristics (cublasLtMatmulAlgoGetHeuristic) and the matmul that ran
+// one of the algorithms offered; recorded once per thread, problem and algorithm run (PyTorch asks
+// the heuristics at every matmul: the repeats of a selection already seen are not new ones).
+enum class SearchApi : uint8_t { kBackend, kLegacy, kCublasLt };
 enum class SearchMode : uint8_t { kBenchmark, kHeuristic };
 inline constexpr std::pair<SearchMode, const char*> kSearchModeNames[] = {
     {SearchMode::kBenchmark, "benchmark"},
@@ -60,6 +63,7 @@ inline constexpr std::pair<SearchMode, const char*> kSearchModeNames[] = {
 inline constexpr std::pair<SearchApi, const char*> kSearchApiNames[] = {
     {SearchApi::kBackend, "backend"},
     {SearchApi::kLegacy, "legacy"},
+    {SearchApi::kCublasLt, "cublaslt"},
 };
 inline const char* name_of(SearchMode m) { return name_in(kSearchModeNames, m); }
 inline const char* name_of(SearchApi a) { return name_in(kSearchApiNames, a); }
@@ -99,6 +103,7 @@ struct SearchRecord {
   bool complete = false;
 
   bool backend() const { return api == SearchApi::kBackend; }
+  bool cudnn() const { return api != SearchApi::kCublasLt; }
   bool benchmark() const { return mode == SearchMode::kBenchmark; }
   bool was_steered() const { return steered != trace::PinOutcome::kCount; }
 };
@@ -137,6 +142,8 @@ class SearchTracker {
   struct ThreadState {
     Episode episode;
     std::map<uint64_t, LegacyPending> legacy;  // problem hash -> search awaiting its winner
+    // cuBLASLt selections emitted: problem hash -> the algorithm and configuration that ran.
+    std::unordered_map<uint64_t, std::pair<int64_t, std::string>> blas_chosen;
     // Plan executions this thread made, and for each event it recorded that count when it did:
     // a benchmark search times one plan between two records of its own thread (PyTorch one run,
     // cudnn-frontend's autotune several runs of each candidate: the time per run is the
@@ -158,7 +165,7 @@ class SearchTracker {
   void on_execute(const Event& e, const Fields& f, ThreadState& ts);
   void on_event_record(const Event& e, const Fields& f, ThreadState& ts);
   void on_elapsed(const Event& e, const Fields& f, ThreadState& ts);
-  void on_legacy_query(const Event& e, const Fields& f, bool find, ThreadState& ts);
+  void on_legacy_query(const Event& e, const Fields& f, SearchApi api, bool find, ThreadState& ts);
   void on_legacy_execute(const Event& e, const Fields& f, ThreadState& ts);
   uint64_t u(const Event& e, int field) const { return field >= 0 && field < e.nargs ? e.args[field] : 0; }
   int64_t i(const Event& e, int field) const { return int64_t(u(e, field)); }
@@ -180,6 +187,8 @@ class SearchTracker {
 };
 
 // The candidates of a legacy search, from the algorithm results its call returned.
-std::vector<SearchCandidate> legacy_candidates(const std::vector<trace::AlgoResult>* results);
+// With the trace, a result that names its configuration (a cuBLASLt algorithm's) has it as knobs.
+std::vector<SearchCandidate> legacy_candidates(const std::vector<trace::AlgoResult>* results,
+                                               const Trace* trace = nullptr);
 
 }  // namespace cuprobe::reader

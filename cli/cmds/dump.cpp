@@ -254,7 +254,7 @@ std::string search_json(const reader::SearchRecord& r) {
 }
 
 // A legacy search's results as a JSON list, in cuDNN's order.
-std::string results_json(const std::vector<trace::AlgoResult>* results) {
+std::string results_json(const reader::Trace& t, const std::vector<trace::AlgoResult>* results) {
   std::string out = "[";
   if (results != nullptr) {
     for (const trace::AlgoResult& r : *results) {
@@ -267,6 +267,7 @@ std::string results_json(const std::vector<trace::AlgoResult>* results) {
       j.num("memory", r.memory);
       j.inum("determinism", r.determinism);
       j.inum("math", r.math_type);
+      if (r.knobs != 0) j.str("knobs", t.knobs_text(reader::KnobsId(r.knobs)));  // a cuBLASLt configuration
       out += j.finish();
     }
   }
@@ -361,7 +362,7 @@ void print_events(const reader::Trace& t, const Filter& filter, JsonLine& j, FIL
           break;
         }
         case 'k': j.str(f.name, t.knobs_text(reader::KnobsId(v))); break;
-        case 'r': j.raw(f.name, results_json(t.algo_results(reader::AlgoResultsId(v)))); break;
+        case 'r': j.raw(f.name, results_json(t, t.algo_results(reader::AlgoResultsId(v)))); break;
         default: j.num(f.name, v);
       }
     }

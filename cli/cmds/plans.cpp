@@ -301,6 +301,8 @@ size_t plans_of_runs(const std::vector<std::string>& runs, std::map<decltype(Pla
           ++*pinned_skipped;
           continue;
         }
+        // Plan files pin cuDNN's choices; cuBLASLt's are recorded, not pinned (docs/plan-pinning.md).
+        if (!s.cudnn()) continue;
         const auto& c = s.candidates[size_t(s.winner)];
         if (c.engine < 0) continue;
         Plan p;

@@ -1,5 +1,6 @@
 // The API table every part of cuprobe shares: one id space over the CUDA runtime, cuDNN, the
-// driver, PyTorch's own functions and NCCL's communicator set-up, each API's name, library, role
+// driver, PyTorch's own functions, NCCL's communicator set-up and collectives, and cuBLASLt; each
+// API's name, library, role
 // flags (trace::ApiFlags) and signature-of id. Expanded from the X-macro lists in
 // schema/cuprobe/hooks/; only names and flags are used here, so no CUDA header is needed (the
 // shim, which also uses the parameter lists, includes the vendor headers first).
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "cuprobe/hooks/cublaslt_hooks.h"
 #include "cuprobe/hooks/cudart_hooks.h"
 #include "cuprobe/hooks/cudnn_hooks.h"
 #include "cuprobe/hooks/driver_hooks.h"
@@ -57,6 +59,8 @@ inline constexpr uint64_t HandleCreate = trace::kApiHandleCreate;
 inline constexpr uint64_t EventTiming = trace::kApiEventTiming;
 inline constexpr uint64_t CommInit = trace::kApiCommInit;
 inline constexpr uint64_t EventRecord = trace::kApiEventRecord;
+inline constexpr uint64_t BlasHeuristic = trace::kApiBlasHeuristic;
+inline constexpr uint64_t BlasMatmul = trace::kApiBlasMatmul;
 }  // namespace hook_flags
 
 #define CUPROBE_API_ID(ret, name, sig, params, args, flags) name,
@@ -66,6 +70,7 @@ enum class ApiId : uint16_t {
   CUPROBE_DRIVER_HOOKS(CUPROBE_API_ID)  //
   CUPROBE_TORCH_HOOKS(CUPROBE_API_ID)   //
   CUPROBE_NCCL_HOOKS(CUPROBE_API_ID)    //
+  CUPROBE_CUBLASLT_HOOKS(CUPROBE_API_ID)  //
   kCount
 };
 #undef CUPROBE_API_ID
@@ -89,18 +94,22 @@ struct ApiStatic {
   ApiStatic{#name, [] { using namespace hook_flags; return uint64_t(flags); }(), trace::Library::kTorch, ApiId::sig},
 #define CUPROBE_API_STATIC_NCCL(ret, name, sig, params, args, flags) \
   ApiStatic{#name, [] { using namespace hook_flags; return uint64_t(flags); }(), trace::Library::kNccl, ApiId::sig},
+#define CUPROBE_API_STATIC_CUBLASLT(ret, name, sig, params, args, flags) \
+  ApiStatic{#name, [] { using namespace hook_flags; return uint64_t(flags); }(), trace::Library::kCublasLt, ApiId::sig},
 inline constexpr ApiStatic kApis[] = {
     CUPROBE_CUDART_HOOKS(CUPROBE_API_STATIC_CUDART)  //
     CUPROBE_CUDNN_HOOKS(CUPROBE_API_STATIC_CUDNN)    //
     CUPROBE_DRIVER_HOOKS(CUPROBE_API_STATIC_DRIVER)  //
     CUPROBE_TORCH_HOOKS(CUPROBE_API_STATIC_TORCH)    //
     CUPROBE_NCCL_HOOKS(CUPROBE_API_STATIC_NCCL)      //
+    CUPROBE_CUBLASLT_HOOKS(CUPROBE_API_STATIC_CUBLASLT)  //
 };
 #undef CUPROBE_API_STATIC_CUDART
 #undef CUPROBE_API_STATIC_CUDNN
 #undef CUPROBE_API_STATIC_DRIVER
 #undef CUPROBE_API_STATIC_TORCH
 #undef CUPROBE_API_STATIC_NCCL
+#undef CUPROBE_API_STATIC_CUBLASLT
 static_assert(sizeof(kApis) / sizeof(kApis[0]) == kApiCount);
 
 constexpr const ApiStatic& api_static(ApiId id) { return kApis[int(id)]; }

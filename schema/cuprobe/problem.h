@@ -62,7 +62,8 @@ enum class ProblemOp : uint16_t {
   kStSamplerBwd = 43,
   kStGridFwd = 44,
   kStGridBwd = 45,
-  kProblemOpLimit = 46,
+  kBlasLtMatmul = 46,  // a cuBLASLt matmul (D = alpha op(A) op(B) + beta C, epilogue)
+  kProblemOpLimit = 47,
 };
 
 // kQ..kDo: attention's query, key, value, output and output gradient (sdpa_fwd, sdpa_bwd).
@@ -113,6 +114,12 @@ enum ProblemFlags : uint8_t {
 //                 10 forward mode (cudnnForwardMode_t, -1 none)
 //   ctc_loss      0 algorithm
 //   st_*          0 dims n, 1..5 dims, 6 data type, 7 sampler
+//   blaslt_matmul 0 op(A) (cublasOperation_t), 1 op(B), 2 compute type (cublasComputeType_t),
+//                 3 scale type (cudaDataType_t), 4 epilogue (cublasLtEpilogue_t), 5 fast fp8
+//                 accumulation (0/1), 6 bias data type (cudaDataType_t, -1 none); tensors a, b, c,
+//                 out (D), each dims [batch, rows, cols] as cuBLASLt's layout states them (column-
+//                 major unless the layout's order says otherwise) with strides [batch offset, 1,
+//                 ld] (row order: [batch offset, ld, 1]); dtypes translated to cudnnDataType_t
 //   sdpa_*        0 causal mask (0/1), 1 dropout probability in millionths (0 none), 2 an additive
 //                 bias or mask (0/1), 3 softmax statistics written (training) (0/1), 4 paged K/V
 //                 caches (0/1); cuDNN's own SDPA operation also 5 a block mask (0/1), 6 variable
@@ -265,13 +272,15 @@ inline bool unpack_problem(const char* in, uint32_t n, ProblemDesc* d) {
 }
 
 // A plan's engine knob choices, sorted by knob type, written once per distinct set and referred to
-// by id from call fields of type 'k'. Knob types are cudnnBackendKnobType_t.
+// by id from call fields of type 'k'. Knob types are cudnnBackendKnobType_t, or for a cuBLASLt
+// algorithm kBlasKnobBase + its cublasLtMatmulAlgoConfigAttributes_t (tile, split-K, ...).
 struct Knob {
   int32_t type;
   int32_t pad;
   int64_t value;
 };
 inline constexpr int kMaxKnobsPerSet = 16;
+inline constexpr int32_t kBlasKnobBase = 1000;
 struct KnobsRecord {
   RecordHeader h;
   uint32_t id;
@@ -288,7 +297,9 @@ struct AlgoResult {
   float time_ms;   // measured (Find*), -1 when not timed
   int32_t determinism;
   int32_t math_type;
-  int32_t pad;
+  // The result's configuration as a knob set id (kKnobs), 0 none: a cuBLASLt algorithm's tile,
+  // stages, split-K... (Knob types kBlasKnobBase + cublasLtMatmulAlgoConfigAttributes_t).
+  uint32_t knobs;
   uint64_t memory;  // workspace bytes
 };
 static_assert(sizeof(AlgoResult) == 32);

@@ -240,7 +240,10 @@ inline constexpr int kMaxCallArgs = 16;
 // cannot see, such as the size of the request behind an out-of-memory error.
 // kNccl: NCCL's communicator set-up (libnccl.so.2), which names the process's rank when no
 // launcher variable does. Readers that predate it name it "unknown" and skip nothing.
-enum class Library : uint16_t { kCudart = 1, kCudnn = 2, kDriver = 3, kTorch = 4, kNccl = 5 };
+// kCublasLt: cuBLASLt (libcublasLt.so), whose heuristics choose an algorithm per matmul shape as
+// cuDNN's choose plans (issue 33): PyTorch calls it for addmm with a bias, fp8 scaled_mm and,
+// when preferred, every matmul.
+enum class Library : uint16_t { kCudart = 1, kCudnn = 2, kDriver = 3, kTorch = 4, kNccl = 5, kCublasLt = 6 };
 
 // Classification of an API, written into the trace so readers need no built-in name lists.
 enum ApiFlags : uint64_t {
@@ -294,6 +297,12 @@ enum ApiFlags : uint64_t {
   // memory samples, the bytes a pool holds reserved (cudaMemPoolAttrReservedMemCurrent) and in use
   // (cudaMemPoolAttrUsedMemCurrent), so that memory a pool keeps after frees counts as seen.
   kApiPoolInfo = 1ull << 34,
+  // cuBLASLt's heuristics (cublasLtMatmulAlgoGetHeuristic; fields problem, results, max_workspace,
+  // requested): the algorithms it offers for a matmul problem, each with its configuration.
+  kApiBlasHeuristic = 1ull << 35,
+  // A cuBLASLt matmul (cublasLtMatmul; fields problem, engine (the algorithm id, -1 when cuBLASLt
+  // chose), knobs (its configuration), workspace): what ran.
+  kApiBlasMatmul = 1ull << 36,
 };
 
 // Role flags a later cuprobe added without a new trace format: a reader adds them, by API name,

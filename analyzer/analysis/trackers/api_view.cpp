@@ -15,6 +15,7 @@ ApiViews::ApiViews(const reader::Trace& trace) {
     v.backend_execute = (a.flags & trace::kApiPlanExecute) != 0;
     v.finalize = (a.flags & trace::kApiPlanFinalize) != 0;
     v.legacy_exec = (a.flags & trace::kApiLegacyConvExec) != 0;
+    v.blas_matmul = (a.flags & trace::kApiBlasMatmul) != 0;
     v.physical = (a.flags & trace::kApiPhysical) != 0;
     v.ptr = a.field_index("ptr");
     if (v.ptr < 0) v.ptr = a.field_index("handle");

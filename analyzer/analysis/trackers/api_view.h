@@ -17,6 +17,7 @@ struct ApiView {
   bool backend_execute = false;  // kApiPlanExecute: cudnnBackendExecute
   bool finalize = false;         // kApiPlanFinalize: cudnnBackendFinalize
   bool legacy_exec = false;      // kApiLegacyConvExec: a legacy convolution
+  bool blas_matmul = false;      // kApiBlasMatmul: a cuBLASLt matmul (its algorithm as engine and knobs)
   bool physical = false;  // allocations and frees name a physical memory handle, not an address
   int ptr = -1, size = -1, engine = -1, knobs = -1, algo = -1, align = -1;
   int plan = -1, desc = -1;
@@ -27,6 +28,10 @@ struct ApiView {
 
   // Runs a cuDNN problem with a chosen plan (backend) or algorithm (legacy).
   bool runs_problem() const { return backend_execute || legacy_exec; }
+  // Runs a problem with a chosen plan or algorithm, cuDNN's or cuBLASLt's (plan use, timelines).
+  bool runs_chosen() const { return runs_problem() || blas_matmul; }
+  // Its choice is an engine (or cuBLASLt algorithm) with knobs, not a legacy algorithm number.
+  bool engine_and_knobs() const { return backend_execute || blas_matmul; }
 };
 
 // A field of a call; 0 when the API has no such field or the call did not carry it.

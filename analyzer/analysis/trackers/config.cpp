@@ -44,6 +44,7 @@ ConfigTracker::ConfigTracker(const reader::Trace& trace, SearchesTracker& search
 }
 
 void ConfigTracker::on_search(const reader::SearchRecord& r) {
+  if (!r.cudnn()) return;  // cuDNN's configuration only (cuBLASLt's choices have no cuDNN notes)
   bool backend = r.backend();
   bool timed = r.benchmark();
   uint8_t how = backend ? (timed ? kChoseByBenchmark : kChoseByHeuristics) : (timed ? kChoseByLegacyFind : kChoseByLegacyGet);

@@ -48,8 +48,9 @@ std::pair<ProblemUse*, size_t> PlanUseTracker::use(uint64_t hash, const std::str
 void PlanUseTracker::on_run(const reader::Event& e, const ApiView& v) {
   uint64_t hash = problem_hash_of(trace_, e, v);
   if (v.backend_execute && searches_.in_episode(e.tid, hash)) return;  // a candidate
-  int64_t engine = v.backend_execute ? int64_t(field(e, v.engine)) : int64_t(field(e, v.algo));
-  uint32_t knobs = v.backend_execute ? uint32_t(field(e, v.knobs)) : 0;
+  int64_t engine = v.engine_and_knobs() ? int64_t(field(e, v.engine)) : int64_t(field(e, v.algo));
+  if (v.blas_matmul && engine < 0) return;  // cuBLASLt chose itself: no algorithm known, none to compare
+  uint32_t knobs = v.engine_and_knobs() ? uint32_t(field(e, v.knobs)) : 0;
   PlanKey key{hash, engine, knobs};
   auto known = plan_index_.find(key);
   if (known != plan_index_.end()) {
@@ -61,8 +62,9 @@ void PlanUseTracker::on_run(const reader::Event& e, const ApiView& v) {
     return;
   }
   static const std::string kNone;
-  plan_index_.emplace(key, use(hash, problem_text_of(trace_, e, v), engine, v.backend_execute ? trace_.knobs_text(reader::KnobsId(knobs)) : kNone,
-                               v.backend_execute, e.ts_ns, e.ts_ns, 1, e.tid));
+  plan_index_.emplace(key, use(hash, problem_text_of(trace_, e, v), engine,
+                               v.engine_and_knobs() ? trace_.knobs_text(reader::KnobsId(knobs)) : kNone,
+                               v.engine_and_knobs(), e.ts_ns, e.ts_ns, 1, e.tid));
 }
 
 void PlanUseTracker::finish(ProcessFacts& f) { f.problems = std::move(problems_); }

@@ -23,7 +23,7 @@ class PlanUseTracker {
   PlanUseTracker(const PlanUseTracker&) = delete;  // `searches` calls back into this one
   PlanUseTracker& operator=(const PlanUseTracker&) = delete;
   void on_event(const reader::Event& e, const ApiView& v) {
-    if (v.runs_problem() && e.ret == 0) on_run(e, v);
+    if (v.runs_chosen() && e.ret == 0) on_run(e, v);
   }
   // problems.
   void finish(ProcessFacts& f);

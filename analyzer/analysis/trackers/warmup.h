@@ -85,7 +85,8 @@ class WarmupTracker {
       trace::kApiDeviceAlloc | trace::kApiMemcpy | trace::kApiCounted | trace::kApiSync | trace::kApiVaReserve |
       trace::kApiMap | trace::kApiPhysical | trace::kApiPooled | trace::kApiCudnnExec | trace::kApiAlgoSearch |
       trace::kApiWorkspaceQuery | trace::kApiPlanFinalize | trace::kApiPlanExecute | trace::kApiLegacyFind |
-      trace::kApiLegacyGet | trace::kApiLegacyConvExec | trace::kApiHandleCreate;
+      trace::kApiLegacyGet | trace::kApiLegacyConvExec | trace::kApiHandleCreate | trace::kApiBlasHeuristic |
+      trace::kApiBlasMatmul;
 
   void on_job_start(const reader::Event& e);
   void on_run(const reader::Event& e, const ApiView& v);
