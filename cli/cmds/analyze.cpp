@@ -18,7 +18,8 @@ namespace {
 constexpr const char* kHelp = R"(Usage: cuprobe analyze [options] PATH...
 
 Analyzes traces and reports findings: cuDNN benchmark re-search storms (research-storm) and
-repeated searches (research-repeat), workspace blowups (workspace-blowup), the same problem
+repeated searches (research-repeat), cuDNN attention plans rebuilt for every new sequence
+length (attention-rebuild), workspace blowups (workspace-blowup), the same problem
 running different plans on different ranks or over time (algo-divergence), out-of-memory
 post-mortems (oom-postmortem), unsupported configurations (unsupported-config), allocation
 churn (allocation-churn), synchronization stalls (sync-stall), device memory cuprobe did not

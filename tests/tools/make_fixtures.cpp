@@ -94,6 +94,40 @@ Problem conv_problem(int64_t batch, int64_t side, int64_t cin, int64_t cout, int
   return p;
 }
 
+// Causal attention as cuDNN's own SDPA operation states it (what PyTorch 2.11 builds for
+// scaled_dot_product_attention, training): q k v -> o forward, q k v do backward, bf16
+// [batch, heads, sequence, 64] in PyTorch's [batch, sequence, heads, 64] memory order.
+Problem attention(int64_t batch, int64_t heads, int64_t seq, bool backward) {
+  Problem p;
+  trace::ProblemDesc& d = p.desc;
+  d.op = uint16_t(backward ? trace::ProblemOp::kSdpaBwd : trace::ProblemOp::kSdpaFwd);
+  d.math_type = -1;
+  d.n_tensors = 4;
+  const trace::TensorRole roles[4] = {trace::TensorRole::kQ, trace::TensorRole::kK, trace::TensorRole::kV,
+                                      backward ? trace::TensorRole::kDo : trace::TensorRole::kO};
+  for (int i = 0; i < 4; ++i) {
+    trace::ProblemTensor& t = d.tensors[i];
+    t.role = uint8_t(roles[i]);
+    t.dtype = CUDNN_DATA_BFLOAT16;
+    t.nbdims = 4;
+    t.layout = uint8_t(trace::Layout::kStrided);
+    int64_t dims[4] = {batch, heads, seq, 64};
+    int64_t strides[4] = {seq * heads * 64, 64, heads * 64, 1};
+    for (int k = 0; k < 4; ++k) {
+      t.dims[k] = dims[k];
+      t.strides[k] = strides[k];
+    }
+  }
+  d.n_params = 7;
+  d.params[0] = 1;  // causal
+  d.params[3] = 1;  // softmax statistics kept for the backward pass
+  char buf[512];
+  size_t n = cuprobe::render_problem(d, buf, sizeof buf);
+  p.text.assign(buf, n < sizeof buf ? n : sizeof buf - 1);
+  p.hash = trace::problem_hash(d);
+  return p;
+}
+
 Problem conv(int64_t batch, int64_t side, int64_t channels = 64, int dtype = CUDNN_DATA_FLOAT) {
   return conv_problem(batch, side, channels, channels, 1, dtype);
 }
@@ -162,6 +196,8 @@ class Trace {
   void wait(uint64_t ns) { t_ += ns; }
   // The next search's workspace request fails once (out of memory) and is asked for at half size.
   bool halve_workspace_once = false;
+  // How long each candidate plan's finalize takes (cuDNN's attention plans: ~60 ms on an H100).
+  uint64_t plan_build_ns = 200'000;
   // Before the next search, the allocator measures its room the way PyTorch's cudaMallocAsync
   // backend does (CudaMallocAsyncAllocator::cacheInfo): it asks for this much, halving on each
   // failure until a request succeeds, and gives that block straight back.
@@ -197,7 +233,7 @@ class Trace {
     std::vector<Plan> plans;
     for (const Candidate& c : candidates) {
       int64_t plan = desc();
-      with_problem(call("cudnnBackendFinalize", 200'000, c.status, tid).i("desc", plan).i("kind", 5), problem)
+      with_problem(call("cudnnBackendFinalize", plan_build_ns, c.status, tid).i("desc", plan).i("kind", 5), problem)
           .i("engine", c.engine)
           .text("knobs", c.knobs)
           .i("workspace", int64_t(c.status == 0 ? c.ws : 0))
@@ -1514,6 +1550,71 @@ void trace_integrity() {
 
 }  // namespace
 
+// Issue 33: a transformer's attention through cuDNN (heuristic selections, a 60 ms plan build per
+// direction), forward and backward each step. fire/: a new sequence length every step (variable-
+// length text, no bucketing); quiet/: the same job with four length buckets, each built once in
+// the first steps and reused for the rest of the run; and a fixed length.
+void attention_rebuild() {
+  const std::vector<Candidate> cands = {{8, "kernel_cfg=22", 0, 2.0, 0}, {11, "kernel_cfg=5", 0, 2.5, 0}};
+  // PyTorch builds the heuristics' first plan only (BuildPlanPolicy_t::HEURISTICS_CHOICE).
+  const std::vector<Candidate> first = {cands[0]};
+  auto job = [&](uint32_t pid, const std::vector<int64_t>& lengths, const std::string& rel) {
+    Trace t(pid);
+    cuda13_h200(t);
+    t.plan_build_ns = 60'000'000;
+    std::map<int64_t, std::pair<Plan, Plan>> built;
+    for (int64_t len : lengths) {
+      Problem fwd = attention(8, 16, len, false), bwd = attention(8, 16, len, true);
+      auto it = built.find(len);
+      if (it == built.end()) {
+        Plan f = *t.search(fwd, first, 0, false);
+        t.wait(20'000'000);  // the rest of the forward pass
+        Plan b = *t.search(bwd, first, 0, false);
+        it = built.emplace(len, std::make_pair(f, b)).first;
+      } else {
+        t.run(it->second.first, fwd);
+        t.wait(20'000'000);
+        t.run(it->second.second, bwd);
+      }
+      t.stream_sync(5'000'000);
+      t.wait(10'000'000);
+    }
+    t.write(rel);
+  };
+  std::vector<int64_t> dynamic, buckets, fixed(40, 1024);
+  for (int step = 0; step < 40; ++step) {
+    dynamic.push_back(128 + 8 * ((step * 37) % 240));  // 40 distinct lengths in 128..2040
+    buckets.push_back(512 * (1 + step % 4));
+  }
+  job(1701, dynamic, "attention-rebuild/fire/dynamic_lengths.jsonl");
+  job(1702, buckets, "attention-rebuild/quiet/length_buckets.jsonl");
+  job(1703, fixed, "attention-rebuild/quiet/fixed_length.jsonl");
+  // Ranks whose attention plans differ (algo-divergence): on rank 1 the heuristics' first plan
+  // failed at its first run (a workspace it could not get), so it runs the second engine; quiet/:
+  // both ranks the heuristics' first.
+  for (bool diverge : {true, false}) {
+    for (int rank = 0; rank < 2; ++rank) {
+      Trace t(uint32_t(1710 + rank + (diverge ? 0 : 10)), rank, "node" + std::to_string(rank));
+      cuda13_h200(t);
+      t.plan_build_ns = 60'000'000;
+      Problem fwd = attention(8, 16, 1024, false), bwd = attention(8, 16, 1024, true);
+      std::vector<int64_t> fail;
+      if (diverge && rank == 1) fail.push_back(8);
+      Plan f = *t.search(fwd, cands, 0, false, 0, fail);
+      Plan b = *t.search(bwd, cands, 0, false);
+      for (int step = 0; step < 30; ++step) {
+        t.run(f, fwd);
+        t.wait(20'000'000);
+        t.run(b, bwd);
+        t.stream_sync(5'000'000);
+        t.wait(10'000'000);
+      }
+      t.write(std::string("algo-divergence/") + (diverge ? "fire" : "quiet") + "/attention/rank" +
+              std::to_string(rank) + ".jsonl");
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc != 2 || argv[1][0] == '-') {
     std::fprintf(stderr, "usage: make_fixtures OUT_DIR   (writes OUT_DIR/<rule>/<fire|quiet>/<name>.jsonl)\n");
@@ -1536,5 +1637,6 @@ int main(int argc, char** argv) {
   oom_causes();
   memory_coverage();
   trace_integrity();
+  attention_rebuild();
   return 0;
 }

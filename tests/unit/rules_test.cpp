@@ -529,3 +529,55 @@ TEST(Rules, JudgedAgainstTheirContext) {
 
 }  // namespace
 }  // namespace cuprobe::analysis
+
+// Issue 33: cuDNN attention. A new sequence length every step builds new attention plans through
+// the last half of the job (an error at 76% of it), which research-storm, about benchmark
+// searches, does not report; the same job's divergence across ranks where the heuristics' first
+// plan failed on one rank names that failure.
+namespace cuprobe::analysis {
+namespace {
+
+TEST(Rules, AttentionPlansRebuiltForEveryLengthAreTheirOwnFinding) {
+  auto fire = fixtures_in("attention-rebuild/fire");
+  auto findings = run(fire, "attention-rebuild");
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_EQ(f.evidence["varying"], "sequence length 136..1920 (39 values)");
+  EXPECT_EQ(f.evidence["ops"], "forward and backward");
+  EXPECT_EQ(f.evidence["late_selections"], 78);
+  EXPECT_EQ(f.evidence["last_half_selections"], 40);
+  EXPECT_NEAR(f.evidence["per_selection_ms"].get<double>(), 62.2, 0.5);
+  EXPECT_EQ(f.problems.size(), 5u);
+  EXPECT_TRUE(run(fire, "research-storm").empty());  // not a benchmark search
+  // The last half's share decides the severity: above it, info.
+  AnalyzeOptions o;
+  o.paths = fire;
+  o.rule_dirs = {kRules};
+  o.only_rules = {"attention-rebuild"};
+  o.settings = {"attention-rebuild.min_last_half_share=0.9", "attention-rebuild.error_share=0.95"};
+  auto lowered = analyze(o);
+  ASSERT_TRUE(lowered);
+  ASSERT_EQ(lowered->findings.size(), 1u);
+  EXPECT_EQ(lowered->findings[0].severity, Severity::kInfo);
+  // And a job that stopped building before its last half is not reported at all.
+  o.settings = {"attention-rebuild.min_last_half_selections=41"};
+  auto silenced = analyze(o);
+  ASSERT_TRUE(silenced);
+  EXPECT_TRUE(silenced->findings.empty());
+}
+
+TEST(Rules, AttentionDivergenceWhereTheFirstPlanFailedOnOneRankSaysSo) {
+  auto findings = run(fixtures_in("algo-divergence/fire/attention"), "algo-divergence");
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.evidence["cause"], "a plan failed on some processes");
+  EXPECT_NE(f.message.find("on rank 1 the plan rank 0 runs (engine 8 [kernel_cfg=22]) failed (running it: "
+                           "CUDNN_STATUS_NOT_SUPPORTED (3000)) and it ran engine 11 [kernel_cfg=5]"),
+            std::string::npos)
+      << f.message;
+  EXPECT_EQ(f.evidence["items"][0]["failed_on"], "rank 1");
+}
+
+}  // namespace
+}  // namespace cuprobe::analysis

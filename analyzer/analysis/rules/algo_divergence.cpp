@@ -19,6 +19,7 @@
 #include "analysis/rank_groups.h"
 #include "analysis/rules.h"
 #include "analysis/trackers/config.h"
+#include "cudnn_status.h"
 #include "enum_names.h"
 
 namespace cuprobe::analysis {
@@ -213,12 +214,13 @@ std::vector<std::string> library_drift(const AllFacts& all, const std::vector<si
 
 // Why processes ran different plans, most specific first. Its name is the evidence's "cause" and
 // the key of the fix in rules/algo-divergence.json (a contract with the scenario corpus).
-enum class Cause { kPinning, kConfiguration, kLibrary, kClearlyDifferent, kTimingNoise };
+enum class Cause { kPinning, kConfiguration, kLibrary, kFailedPlan, kClearlyDifferent, kTimingNoise };
 
 constexpr std::pair<Cause, const char*> kCauseNames[] = {
     {Cause::kPinning, "plan pinning differs between ranks"},
     {Cause::kConfiguration, "configuration drift between ranks"},
     {Cause::kLibrary, "library, driver or GPU drift"},
+    {Cause::kFailedPlan, "a plan failed on some processes"},
     {Cause::kClearlyDifferent, "clearly different plans"},
     {Cause::kTimingNoise, "timing noise among near-equal candidates"},
 };
@@ -282,6 +284,10 @@ struct CrossProcess {
   int contradicted = 0;  // differing problems whose measurements contradict
   int pin_mixed = 0;     // differing problems pinned on some processes and not on others
   std::string pin_clause;
+  // Differing problems where a process tried the plan another process runs and it failed there
+  // (its build or a run): that process moved on to another plan, as PyTorch does (issue 33).
+  int failed_elsewhere = 0;
+  std::string failed_clause;
   nlohmann::json items = nlohmann::json::array();
   std::vector<std::string> problems;
   double worst_gap = 0;
@@ -367,6 +373,39 @@ void describe_pinning(const AllFacts& all, const std::vector<PinSummary>& pins, 
   if (x.pin_mixed++ == 0) x.pin_clause = clause;
 }
 
+std::vector<std::string> names_of(const AllFacts& all, const std::vector<size_t>& procs) {
+  std::vector<std::string> out;
+  for (size_t i : procs) out.push_back(short_process_name(all.processes[i]));
+  return out;
+}
+
+// A process whose selection tried the plan another process runs, and saw it fail.
+void describe_failure(const AllFacts& all, uint64_t hash, const ProblemDivergence& d, CrossProcess& x) {
+  for (const auto& [mine, procs] : d.by_choice) {
+    for (size_t i : procs) {
+      for (const auto& s : all.processes[i].searches) {
+        if (s.problem_hash != hash) continue;
+        for (const auto& c : s.candidates) {
+          bool failed = c.build_status != 0 || c.exec_status > 0;
+          if (!failed || (c.engine == mine.engine && c.knobs == mine.knobs)) continue;
+          auto other = std::find_if(d.by_choice.begin(), d.by_choice.end(), [&](const auto& o) {
+            return o.first.engine == c.engine && o.first.knobs == c.knobs;
+          });
+          if (other == d.by_choice.end()) continue;
+          std::string clause = fmt::format(
+              "on {} the plan {} runs (engine {} [{}]) failed ({} {}) and it ran engine {} [{}]",
+              short_process_name(all.processes[i]), join_names(names_of(all, other->second)), c.engine, c.knobs,
+              c.build_status != 0 ? "building it:" : "running it:",
+              cudnn_status_text(c.build_status != 0 ? c.build_status : c.exec_status), mine.engine, mine.knobs);
+          x.items.back()["failed_on"] = short_process_name(all.processes[i]);
+          if (x.failed_elsewhere++ == 0) x.failed_clause = clause;
+          return;
+        }
+      }
+    }
+  }
+}
+
 CrossProcess compare_processes(const AllFacts& all, const std::vector<std::map<uint64_t, Choice>>& per_process,
                                const std::map<uint64_t, std::string>& names, const Params& prm) {
   CrossProcess x;
@@ -392,6 +431,7 @@ CrossProcess compare_processes(const AllFacts& all, const std::vector<std::map<u
     count_problem(d, prm, x);
     describe_problem(all, per_process, hash, name, d, x);
     describe_pinning(all, pins, hash, d, x);
+    describe_failure(all, hash, d, x);
   }
   return x;
 }
@@ -503,6 +543,7 @@ Verdict classify(const AllFacts& all, const std::vector<size_t>& with_cudnn,
   v.cause = x.pin_mixed > 0      ? Cause::kPinning
             : !v.config.empty()  ? Cause::kConfiguration
             : !v.library.empty() ? Cause::kLibrary
+            : x.failed_elsewhere > 0 ? Cause::kFailedPlan
             : clear              ? Cause::kClearlyDifferent
                                  : Cause::kTimingNoise;
   return v;
@@ -527,6 +568,11 @@ std::string cause_text(const Verdict& v, const CrossProcess& x, const Totals& to
     case Cause::kLibrary:
       return fmt::format("the {} run different libraries, drivers or GPUs: ", v.ranked ? "ranks" : "processes") +
              joined(v.library, "; ");
+    case Cause::kFailedPlan:
+      return fmt::format(
+          "with the same configuration and versions, {} of the differing problems ran another plan where the "
+          "first choice failed: {}",
+          x.failed_elsewhere, x.failed_clause);
     case Cause::kClearlyDifferent: {
       std::vector<std::string> what;
       if (x.engine_clear > 0) {
