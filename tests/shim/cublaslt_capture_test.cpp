@@ -27,7 +27,8 @@ TEST(CublasLtCapture, MatmulsAreProblemsWithTheAlgorithmsOfferedAndTheOneThatRan
   RunResult plain = run(argv);
   ASSERT_EQ(plain.status, 0) << plain.err;
   std::string dir = fresh_dir("cublaslt");
-  RunResult r = record(dir, argv);
+  // PyTorch's and cuBLASLt's own settings go into the environment record.
+  RunResult r = record(dir, argv, {{"CUBLASLT_WORKSPACE_SIZE", "8192"}, {"TORCH_BLAS_PREFER_CUBLASLT", "1"}});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, plain.out);  // every call reached the double with its arguments intact
   auto lines = dump(dir);
@@ -35,6 +36,8 @@ TEST(CublasLtCapture, MatmulsAreProblemsWithTheAlgorithmsOfferedAndTheOneThatRan
   ASSERT_EQ(procs.size(), 1u);
   EXPECT_EQ(procs[0]["library_versions"]["cublaslt"], "13.2.0") << procs[0];  // cublasLtGetVersion's 130200
   EXPECT_EQ(procs[0]["stats"]["missing_symbols"], 0);
+  EXPECT_EQ(procs[0]["environment"]["CUBLASLT_WORKSPACE_SIZE"], "8192") << procs[0];
+  EXPECT_EQ(procs[0]["environment"]["TORCH_BLAS_PREFER_CUBLASLT"], "1") << procs[0];
   for (const auto& a : of_type(lines, "api")) {
     if (a["name"].get<std::string>().rfind("cublasLt", 0) == 0) EXPECT_EQ(a["library"], "cublaslt") << a;
   }
