@@ -98,12 +98,35 @@ void tensor(Out& o, const ProblemTensor& t, int skip = -1) {
 // A tensor of a matmul or attention graph: the convolution layouts' names mean nothing there. Packed row-major
 // (the last dimension contiguous: what the trace calls channels-first) shows no layout; anything
 // else shows its strides, reconstructed for a packed channels-last tensor.
+// An attention tensor [batch, heads, sequence, head size] packed in another order than its dims:
+// "bshd" (PyTorch's [batch, sequence, heads, head size] memory, what a Linear's output viewed as
+// heads gives) or "sbhd" (sequence first, nn.MultiheadAttention's); nullptr otherwise (strides).
+const char* attention_order(const ProblemTensor& t) {
+  auto role = TensorRole(t.role);
+  if (t.nbdims != 4 || Layout(t.layout) != Layout::kStrided ||
+      !(role == TensorRole::kQ || role == TensorRole::kK || role == TensorRole::kV || role == TensorRole::kO ||
+        role == TensorRole::kDo)) {
+    return nullptr;
+  }
+  const int64_t b = t.dims[0], h = t.dims[1], s = t.dims[2], d = t.dims[3];
+  const int64_t* st = t.strides;
+  if (st[3] != 1 || st[1] != d) return nullptr;
+  if (st[2] == h * d && st[0] == s * h * d) return "bshd";
+  if (st[0] == h * d && st[2] == b * h * d) return "sbhd";
+  return nullptr;
+}
+
 void plain_tensor(Out& o, const ProblemTensor& t) {
   int n = t.nbdims <= trace::kProblemMaxDims ? t.nbdims : trace::kProblemMaxDims;
   o.text(tensor_role_text(TensorRole(t.role)));
   o.list(t.dims, n);
   o.text(dtype_text(t.dtype));
   if (Layout(t.layout) == Layout::kChannelsFirst) return;
+  if (const char* order = attention_order(t)) {
+    o.ch(' ');
+    o.text(order);
+    return;
+  }
   int64_t strides[trace::kProblemMaxDims];
   for (int i = 0; i < n; ++i) strides[i] = t.strides[i];
   if (Layout(t.layout) == Layout::kChannelsLast && n >= 3) {

@@ -295,5 +295,75 @@ TEST(TypedProblems, AMatmulsTensorsAreShownWithoutConvolutionLayouts) {
   EXPECT_EQ(render(d), "norm_fwd a[8,64,16,16]f32 nhwc");
 }
 
+// Attention tensors [batch, heads, sequence, head size] in PyTorch's memory orders are named
+// (bshd: a Linear's output viewed as heads; sbhd: nn.MultiheadAttention's sequence-first views);
+// any other strides are shown; a cuBLASLt matmul reads as BLAS states it (issue 33).
+TEST(TypedProblems, AttentionOrdersAreNamedAndCublasLtMatmulsReadAsBlasStatesThem) {
+  trace::ProblemDesc d{};
+  d.op = uint16_t(trace::ProblemOp::kSdpaFwd);
+  d.math_type = -1;
+  d.n_tensors = 4;
+  d.n_params = 7;
+  d.params[0] = 1;
+  const trace::TensorRole roles[4] = {trace::TensorRole::kQ, trace::TensorRole::kK, trace::TensorRole::kV,
+                                      trace::TensorRole::kO};
+  auto set = [&](int i, std::vector<int64_t> strides) {
+    trace::ProblemTensor& t = d.tensors[i];
+    t.role = uint8_t(roles[i]);
+    t.dtype = 9;  // bf16
+    t.nbdims = 4;
+    t.layout = uint8_t(trace::Layout::kStrided);
+    const int64_t dims[4] = {2, 8, 128, 64};
+    for (int k = 0; k < 4; ++k) {
+      t.dims[k] = dims[k];
+      t.strides[k] = strides[k];
+    }
+  };
+  set(0, {128 * 8 * 64, 64, 8 * 64, 1});       // bshd
+  set(1, {8 * 64, 64, 2 * 8 * 64, 1});         // sbhd
+  set(2, {128 * 3 * 8 * 64, 64, 3 * 8 * 64, 1});  // v of a fused qkv projection: not packed
+  set(3, {128 * 8 * 64, 64, 8 * 64, 1});
+  EXPECT_EQ(render(d),
+            "sdpa_fwd q[2,8,128,64]bf16 bshd k[2,8,128,64]bf16 sbhd v[2,8,128,64]bf16 str[196608,64,1536,1] -> "
+            "o[2,8,128,64]bf16 bshd causal");
+
+  trace::ProblemDesc m{};
+  m.op = uint16_t(trace::ProblemOp::kBlasLtMatmul);
+  m.math_type = -1;
+  m.n_tensors = 4;
+  auto lt = [&](int i, trace::TensorRole role, int64_t batch, int64_t rows, int64_t cols, int64_t ld, int64_t off) {
+    trace::ProblemTensor& t = m.tensors[i];
+    t.role = uint8_t(role);
+    t.dtype = 9;
+    t.nbdims = 3;
+    t.layout = uint8_t(trace::Layout::kStrided);
+    t.dims[0] = batch;
+    t.dims[1] = rows;
+    t.dims[2] = cols;
+    t.strides[0] = off;
+    t.strides[1] = 1;
+    t.strides[2] = ld;
+  };
+  lt(0, trace::TensorRole::kA, 1, 768, 3072, 768, 0);  // the weight, transposed
+  lt(1, trace::TensorRole::kB, 1, 768, 512, 1024, 0);  // activations with a wider leading dimension
+  lt(2, trace::TensorRole::kC, 1, 3072, 512, 3072, 0);
+  lt(3, trace::TensorRole::kOut, 1, 3072, 512, 3072, 0);
+  m.n_params = 7;
+  m.params[0] = 1;    // CUBLAS_OP_T
+  m.params[2] = 77;   // CUBLAS_COMPUTE_32F_FAST_TF32
+  m.params[4] = 36;   // CUBLASLT_EPILOGUE_GELU_BIAS
+  m.params[6] = -1;
+  EXPECT_EQ(render(m),
+            "blaslt_matmul m3072 n512 k768 a:bf16^T b:bf16,ld1024 c:bf16 -> d:bf16 acc:f32_fast_tf32 +gelu_bias");
+  lt(0, trace::TensorRole::kA, 4, 512, 64, 512, 32768);  // strided batches, one with a gap
+  lt(1, trace::TensorRole::kB, 4, 64, 512, 64, 40000);
+  lt(2, trace::TensorRole::kC, 4, 512, 512, 512, 262144);
+  lt(3, trace::TensorRole::kOut, 4, 512, 512, 512, 262144);
+  m.params[0] = 0;
+  m.params[2] = 68;
+  m.params[4] = 1;
+  EXPECT_EQ(render(m), "blaslt_matmul m512 n512 k64 batch4 a:bf16 b:bf16,bstride40000 c:bf16 -> d:bf16 acc:f32");
+}
+
 }  // namespace
 }  // namespace cuprobe
