@@ -27,6 +27,8 @@ message(STATUS "CUDA runtime headers: ${CUDART_INCLUDE_DIR}; cuDNN headers: ${CU
 # The real libraries, for tests that run against them where they work without a GPU.
 find_library(CUDART_REAL_LIBRARY NAMES libcudart.so.13 cudart
   HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_ROOT}/lib64 /usr/local/cuda/lib64 NO_CACHE)
+find_library(CUBLASLT_REAL_LIBRARY NAMES libcublasLt.so.13 cublasLt
+  HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_ROOT}/lib64 /usr/local/cuda/lib64 NO_CACHE)
 find_library(CUDNN_REAL_LIBRARY NAMES libcudnn.so.9 cudnn
   HINTS ${CUDNN_ROOT}/lib ${CUDNN_ROOT}/lib64 ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64 NO_CACHE)
 

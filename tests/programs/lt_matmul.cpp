@@ -10,7 +10,8 @@
 // --batched: also one strided-batched matmul of B matrices per value (no epilogue);
 // --no-algo: also one matmul per value with no algorithm (cuBLASLt chooses itself);
 // --offers: ask the heuristics for K algorithms and run the last (an autotuner's sweep).
-// Prints one line per matmul: the tokens, the algorithm run (-1: none given) and the status.
+// Prints one line per matmul: the tokens, the algorithm run (-1: none given) and the status
+// (and "create STATUS" first when no handle could be created: the real library without a GPU).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,9 +151,12 @@ int main(int argc, char** argv) {
   }
   int device = -1;
   cudaGetDevice(&device);  // the runtime the program uses, as PyTorch's
+  // Without a GPU the real library cannot create a handle: the calls go on without one (and
+  // fail), so that what the shim reads of the descriptors through the real getters is checked.
   cublasLtHandle_t h = nullptr;
-  if (cublasLtCreate(&h) != CUBLAS_STATUS_SUCCESS) return 1;
-  int failed = 0;
+  cublasStatus_t created = cublasLtCreate(&h);
+  if (created != CUBLAS_STATUS_SUCCESS) printf("create %d\n", int(created));
+  int failed = created == CUBLAS_STATUS_SUCCESS ? 0 : 1;
   for (uint64_t tokens : o.tokens) {
     failed += run(h, o, Matmul{o.out, tokens, o.in}, false);
     if (o.batched > 1) {
@@ -161,6 +165,6 @@ int main(int argc, char** argv) {
     }
     if (o.no_algo) failed += run(h, o, Matmul{o.out, tokens, o.in}, true);
   }
-  cublasLtDestroy(h);
+  if (h != nullptr) cublasLtDestroy(h);
   return failed == 0 ? 0 : 1;
 }

@@ -104,3 +104,32 @@ TEST(CublasLtCapture, MatmulsAreProblemsWithTheAlgorithmsOfferedAndTheOneThatRan
 
 }  // namespace
 }  // namespace cuprobe::test
+
+namespace cuprobe::test {
+namespace {
+
+// The real libcublasLt.so.13 without a GPU: no handle can be created, so the heuristics and the
+// matmuls fail, but the shim reads the problem through the real library's getters (each asked
+// with the size cublasLt.h gives its attribute) and must read what the double reads.
+TEST(CublasLtCapture, TheRealLibrarysDescriptorsReadAsTheDoublesDo) {
+  std::string prog = program("lt_matmul_real");
+  if (!std::filesystem::exists(prog)) GTEST_SKIP() << "no real libcublasLt.so.13 at build time";
+  std::string dir = fresh_dir("cublaslt-real");
+  RunResult r = record(dir, {prog, "--tokens", "512", "--batched", "4", "--workspace", "8000000"});
+  ASSERT_NE(r.status, 0) << "a handle without a GPU? " << r.out;  // the calls failed, as expected here
+  auto lines = dump(dir);
+  auto procs = of_type(lines, "process");
+  ASSERT_EQ(procs.size(), 1u);
+  EXPECT_EQ(procs[0]["stats"]["missing_symbols"], 0);
+  std::string version = procs[0]["library_versions"].value("cublaslt", "");
+  EXPECT_EQ(version.rfind("13.", 0), 0u) << procs[0];
+  auto heur = of_type(lines, "call", "cublasLtMatmulAlgoGetHeuristic");
+  ASSERT_EQ(heur.size(), 2u);
+  EXPECT_NE(heur[0]["ret"], 0);
+  EXPECT_EQ(heur[0]["problem"], kLinear512);
+  EXPECT_EQ(heur[0]["max_workspace"], 8000000);
+  EXPECT_EQ(heur[1]["problem"], kBmm512);
+}
+
+}  // namespace
+}  // namespace cuprobe::test
