@@ -103,7 +103,7 @@ if has fe; then
   # cudnn-frontend's matmul and norm samples plain, then traced with cuDNN's API log as the oracle
   # for the matmul and norm graphs' engines and knobs.
   FE="${FE:-.whl/fe/run_fe.sh}"
-  sel='[matmul],[layernorm],[rmsnorm],[batchnorm],[BN],[Batchnorm]'
+  sel='[matmul],[layernorm],[rmsnorm],[batchnorm],[BN],[adalayernorm]'
   timeout -k 5 150 "$FE" "$sel" > "$out/fe-plain.log" 2>&1; echo "fe plain rc=$?"; tail -3 "$out/fe-plain.log"
   CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG="$w/fe-cudnn.log" timeout -k 5 200 "$C" record -q -o "$w/fe" -- \
     "$FE" "$sel" > "$out/fe-traced.log" 2>&1
