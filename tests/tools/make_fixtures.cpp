@@ -1182,6 +1182,27 @@ void unsupported_config() {
   Plan plan = *quiet.search(problem, kCandidates, 1);  // one candidate rejected on the way: routine
   steps(quiet, plan, problem, 20);
   quiet.write("unsupported-config/quiet/routine_rejection.jsonl");
+  // Issue 33: cuDNN attention. fire/: every plan of the forward graph refused (PyTorch raises
+  // "cuDNN Frontend error"); quiet/: the heuristics' first plan refused and the second built, as
+  // cuDNN does routinely, and the job goes on with it.
+  const Candidate refused1{8, "kernel_cfg=22", 0, 2.0, 3000}, refused2{11, "kernel_cfg=5", 0, 2.5, 3000};
+  {
+    Trace t(1503);
+    cuda13_h200(t);
+    t.plan_build_ns = 60'000'000;
+    t.search(attention(8, 12, 1024, false), {refused1, refused2}, 0, false);  // 12 heads: not channels
+    t.write("unsupported-config/fire/attention_no_plan.jsonl");
+  }
+  Trace t(1504);
+  cuda13_h200(t);
+  t.plan_build_ns = 60'000'000;
+  Problem fwd = attention(8, 16, 1024, false);
+  Plan f = *t.search(fwd, {refused1, {11, "kernel_cfg=5", 0, 2.5, 0}}, 0, false);
+  for (int step = 0; step < 20; ++step) {
+    t.run(f, fwd);
+    t.stream_sync(5'000'000);
+  }
+  t.write("unsupported-config/quiet/attention_routine_rejection.jsonl");
 }
 
 // Issue 28: what the calls are, told apart. torch.cuda.empty_cache() after each step gives four

@@ -579,5 +579,25 @@ TEST(Rules, AttentionDivergenceWhereTheFirstPlanFailedOnOneRankSaysSo) {
   EXPECT_EQ(f.evidence["items"][0]["failed_on"], "rank 1");
 }
 
+TEST(Rules, AttentionWithoutAPlanSaysPyTorchRaisesAndNeverCallsHeadsChannels) {
+  auto findings = run({(fs::path(kRules) / "fixtures/unsupported-config/fire/attention_no_plan.jsonl").string()},
+                      "unsupported-config");
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.evidence["searches_without_engine"], 1);
+  const std::string cause = f.evidence["known_cause"];
+  EXPECT_NE(cause.find("no attention plan"), std::string::npos) << cause;
+  EXPECT_NE(cause.find("raises 'cuDNN Frontend error'"), std::string::npos) << cause;
+  // q[8,12,1024,64]: the second dimension is 12 heads, not channels.
+  EXPECT_EQ(f.message.find("channels"), std::string::npos) << f.message;
+  EXPECT_NE(f.fix.find("enable_cudnn_sdp(False)"), std::string::npos) << f.fix;
+  EXPECT_EQ(f.fix.find("Pad channels"), std::string::npos) << "the convolution fixes are not for attention: " << f.fix;
+  // The convolution fixture keeps its channel diagnosis.
+  auto conv = run({(fs::path(kRules) / "fixtures/unsupported-config/fire/no_engine.jsonl").string()},
+                  "unsupported-config");
+  ASSERT_EQ(conv.size(), 1u);
+  EXPECT_NE(conv[0].message.find("209 channels, not a multiple of 8"), std::string::npos) << conv[0].message;
+}
+
 }  // namespace
 }  // namespace cuprobe::analysis
