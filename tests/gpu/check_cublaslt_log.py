@@ -4,7 +4,7 @@
 
 DUMP.jsonl: `cuprobe dump` of a run made with CUBLASLT_LOG_LEVEL=5 CUBLASLT_LOG_FILE=CUBLASLT.log.
 Every cublasLtMatmul line of the log ("[cublasLtMatmul] ... Adesc=[type=R_16BF rows=.. cols=..
-ld=..] ... computeDesc=[computeType=COMPUTE_32F ... transA=OP_T ... epilogue=EPILOGUE_BIAS ...]
+ld=..] ... computeDesc=[computeType=COMPUTE_32F ... transa=OP_T ... epilogue=EPILOGUE_BIAS ...]
 ... algo=[algoId=.. ...] workSpaceSizeInBytes=..") is reduced to the facts cuprobe records of a
 matmul: the four layouts (type, rows, cols, leading dimension, batch), the transposes, the compute
 type, the epilogue, the algorithm id and the workspace size. The log's calls and the dump's are
@@ -49,7 +49,9 @@ def kv(text):
 def log_calls(path):
     calls = []
     for line in open(path, errors="replace"):
-        if "[cublasLtMatmul]" not in line:
+        # Level 5 writes each call twice: an [Api] line of pointers, then a [Trace] line with the
+        # descriptors' contents. Only the latter states the matmul.
+        if "[cublasLtMatmul]" not in line or ("[Api]" in line and "[Trace]" not in line):
             continue
         c = {}
         for m in "ABCD":
@@ -59,8 +61,8 @@ def log_calls(path):
                 c[m] = (d.get("type"), d.get("rows"), d.get("cols"), d.get("ld"), batch)
         cd = kv(bracketed(line, "computeDesc"))
         if cd:  # the log leaves attributes at their defaults out
-            c["transA"] = cd.get("transA", "OP_N")
-            c["transB"] = cd.get("transB", "OP_N")
+            c["transA"] = cd.get("transa", cd.get("transA", "OP_N"))  # the log spells them transa, transb
+            c["transB"] = cd.get("transb", cd.get("transB", "OP_N"))
             if "computeType" in cd:
                 c["computeType"] = cd["computeType"]
         c["epilogue"] = cd.get("epilogue", "EPILOGUE_DEFAULT") if cd else None

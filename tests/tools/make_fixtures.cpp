@@ -202,6 +202,8 @@ class Trace {
   // backend does (CudaMallocAsyncAllocator::cacheInfo): it asks for this much, halving on each
   // failure until a request succeeds, and gives that block straight back.
   uint64_t probe_pool_once = 0;
+  // The plans the last search built, in candidate order (a program may run them itself).
+  std::vector<Plan> last_plans;
 
   uint64_t malloc(uint64_t size, int32_t ret = 0, uint64_t dur_ns = 20'000) {
     uint64_t ptr = ret == 0 ? next_ptr_ : 0;
@@ -242,6 +244,7 @@ class Trace {
           .i("align", 16);
       if (c.status == 0) plans.push_back(Plan{plan, c.engine, c.knobs, c.ws, c.ms});
     }
+    last_plans = plans;
     if (!benchmark) {
       for (const Plan& p : plans) {
         int32_t ret = 0;
@@ -1636,6 +1639,42 @@ void attention_rebuild() {
   }
 }
 
+// Issue 33: plan switches within one process. fire/: a benchmark job that searched a problem again
+// (its plan cache lost the plan) and timed another winner, then ran that. quiet/: cudnn-frontend's
+// autotune (every candidate of one search run by the program, then the fastest), and a program
+// asking cuDNN's heuristics a new question per graph (each search's first answer differs), as
+// cudnn-frontend's samples do (seen on an H100: docs/dev/validation.md).
+void algo_divergence_within() {
+  const std::vector<Candidate> cands = {{12, "tile=2", kMiB, 0.40, 0}, {12, "tile=3", kMiB, 0.41, 0},
+                                        {7, "kernel_cfg=5", 0, 0.55, 0}};
+  Problem problem = conv(32, 56, 64);
+  {
+    Trace t(1801);
+    Plan a = *t.search(problem, cands, 0);
+    steps(t, a, problem, 10);
+    Plan b = *t.search(problem, cands, 1);  // searched again: the other near-equal plan won
+    steps(t, b, problem, 10);
+    t.write("algo-divergence/fire/within-process/research.jsonl");
+  }
+  {
+    Trace t(1802);
+    Plan first = *t.search(problem, cands, 0, false);
+    std::vector<Plan> built = t.last_plans;
+    t.run(first, problem);
+    for (const Plan& p : built) {
+      for (int i = 0; i < 3; ++i) t.run(p, problem);
+    }
+    steps(t, built.at(1), problem, 10);
+    t.write("algo-divergence/quiet/within-process/autotune.jsonl");
+  }
+  Trace t(1803);
+  for (const Candidate& c : cands) {
+    Plan p = *t.search(problem, {c}, 0, false);
+    for (int i = 0; i < 3; ++i) t.run(p, problem);
+  }
+  t.write("algo-divergence/quiet/within-process/heuristic_questions.jsonl");
+}
+
 int main(int argc, char** argv) {
   if (argc != 2 || argv[1][0] == '-') {
     std::fprintf(stderr, "usage: make_fixtures OUT_DIR   (writes OUT_DIR/<rule>/<fire|quiet>/<name>.jsonl)\n");
@@ -1659,5 +1698,6 @@ int main(int argc, char** argv) {
   memory_coverage();
   trace_integrity();
   attention_rebuild();
+  algo_divergence_within();
   return 0;
 }

@@ -599,5 +599,18 @@ TEST(Rules, AttentionWithoutAPlanSaysPyTorchRaisesAndNeverCallsHeadsChannels) {
   EXPECT_NE(conv[0].message.find("209 channels, not a multiple of 8"), std::string::npos) << conv[0].message;
 }
 
+TEST(Rules, PlansTheProgramRanOnPurposeAreNotASwitchButASecondSearchStillIs) {
+  const fs::path dir = fs::path(kRules) / "fixtures/algo-divergence";
+  auto fired = run({(dir / "fire/within-process/research.jsonl").string()}, "algo-divergence");
+  ASSERT_EQ(fired.size(), 1u);
+  EXPECT_EQ(fired[0].severity, Severity::kWarning);
+  EXPECT_EQ(fired[0].evidence["switched_problems"], 1);
+  EXPECT_EQ(fired[0].evidence["chosen_by_program"], 0);
+  // cudnn-frontend's autotune, and a new heuristics question per graph: what the program chose.
+  for (const char* quiet : {"quiet/within-process/autotune.jsonl", "quiet/within-process/heuristic_questions.jsonl"}) {
+    EXPECT_TRUE(run({(dir / quiet).string()}, "algo-divergence").empty()) << quiet;
+  }
+}
+
 }  // namespace
 }  // namespace cuprobe::analysis

@@ -682,6 +682,46 @@ void across_processes(const RuleSpec& spec, const AllFacts& all, const Emit& emi
   emit(std::move(f));
 }
 
+// Whether a problem's plans are ones the program chose to run itself, not a switch: every plan a
+// candidate of one search of the problem, some of them no search's winner (the program timing that
+// search's candidates itself: cudnn-frontend's autotune runs each built plan, then the fastest), or every plan the first answer
+// of its own heuristic search (the program asked cuDNN a new question for each graph: another
+// heuristics mode, plan index or engine filter; the same question asked again, as PyTorch does after
+// losing a cached plan, gets the same first plan). Seen on cudnn-frontend's samples on an H100
+// (docs/dev/validation.md, issue 33): a matmul autotuned over 9 plans, norm graphs built per test.
+bool chosen_by_program(const ProblemUse& use, const std::vector<reader::SearchRecord>& searches) {
+  auto same = [](const PlanUse& u, const reader::SearchCandidate& c) {
+    return c.engine == u.engine && c.knobs == u.knobs && c.build_status == 0;
+  };
+  bool all_first_answers = true;
+  for (const auto& u : use.plans) {
+    bool first_answer = false;
+    for (const auto& s : searches) {
+      if (s.problem_hash != use.hash || s.mode != reader::SearchMode::kHeuristic || s.winner != 0) continue;
+      first_answer = first_answer || (!s.candidates.empty() && same(u, s.candidates[0]));
+    }
+    all_first_answers = all_first_answers && first_answer;
+  }
+  if (all_first_answers) return true;
+  // Timing by the program shows as a candidate run that no selection chose. A plan cache that lost
+  // its plan and searched again (PyTorch) runs only winners: a switch.
+  bool ran_a_loser = std::any_of(use.plans.begin(), use.plans.end(), [&](const PlanUse& u) {
+    return std::none_of(searches.begin(), searches.end(), [&](const reader::SearchRecord& s) {
+      return s.problem_hash == use.hash && s.winner >= 0 && same(u, s.candidates[size_t(s.winner)]);
+    });
+  });
+  if (!ran_a_loser) return false;
+  for (const auto& s : searches) {
+    if (s.problem_hash != use.hash || s.candidates.size() < use.plans.size()) continue;
+    bool all_candidates = std::all_of(use.plans.begin(), use.plans.end(), [&](const PlanUse& u) {
+      return std::any_of(s.candidates.begin(), s.candidates.end(),
+                         [&](const reader::SearchCandidate& c) { return same(u, c); });
+    });
+    if (all_candidates) return true;
+  }
+  return false;
+}
+
 // Within one process over time. PyTorch's plan cache is per thread: a problem run on two threads
 // (forward on the main thread, backward on autograd's) is searched on each, and each search may
 // pick another near-equal plan. One plan per thread is that, not a switch. Nor is the search
@@ -689,7 +729,7 @@ void across_processes(const RuleSpec& spec, const AllFacts& all, const Emit& emi
 void within_process(const RuleSpec& spec, const ProcessFacts& p, const Emit& emit) {
   nlohmann::json switches = nlohmann::json::array();
   std::vector<std::string> lines;
-  size_t per_thread = 0, switched = 0;
+  size_t per_thread = 0, switched = 0, by_program = 0;
   std::set<uint64_t> moved_by_budget;
   if (p.trace != nullptr) {
     for (const auto& e : p.trace->pins()) {
@@ -702,6 +742,10 @@ void within_process(const RuleSpec& spec, const ProcessFacts& p, const Emit& emi
     bool one_per_thread = true;
     for (const auto& u : use.plans)
       one_per_thread = one_per_thread && !u.several_threads && threads.insert(u.tid).second;
+    if (!one_per_thread && chosen_by_program(use, p.searches)) {
+      ++by_program;
+      continue;
+    }
     (one_per_thread ? per_thread : switched)++;
     std::string l = use.problem + ":";
     nlohmann::json plans = nlohmann::json::array();
@@ -745,6 +789,7 @@ void within_process(const RuleSpec& spec, const ProcessFacts& p, const Emit& emi
   f.evidence = {{"process", process_label(p)},
                 {"switched_problems", switched},
                 {"one_plan_per_thread", per_thread},
+                {"chosen_by_program", by_program},
                 {"items", switches}};
   f.fix = switched > 0 ? spec.fix : spec.fix_for("one plan per thread");
   f.problems = lines;
