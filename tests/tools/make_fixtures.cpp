@@ -1582,10 +1582,14 @@ void attention_rebuild() {
   const std::vector<Candidate> cands = {{8, "kernel_cfg=22", 0, 2.0, 0}, {11, "kernel_cfg=5", 0, 2.5, 0}};
   // PyTorch builds the heuristics' first plan only (BuildPlanPolicy_t::HEURISTICS_CHOICE).
   const std::vector<Candidate> first = {cands[0]};
-  auto job = [&](uint32_t pid, const std::vector<int64_t>& lengths, const std::string& rel) {
+  auto job = [&](uint32_t pid, const std::vector<int64_t>& lengths, const std::string& rel, uint64_t setup_ns = 0) {
     Trace t(pid);
     cuda13_h200(t);
     t.plan_build_ns = 60'000'000;
+    if (setup_ns) {  // the job's work before training (weights to the device, data loading)
+      t.malloc(512 * kMiB);
+      t.wait(setup_ns);
+    }
     std::map<int64_t, std::pair<Plan, Plan>> built;
     for (int64_t len : lengths) {
       Problem fwd = attention(8, 16, len, false), bwd = attention(8, 16, len, true);
@@ -1613,6 +1617,10 @@ void attention_rebuild() {
   job(1701, dynamic, "attention-rebuild/fire/dynamic_lengths.jsonl");
   job(1702, buckets, "attention-rebuild/quiet/length_buckets.jsonl");
   job(1703, fixed, "attention-rebuild/quiet/fixed_length.jsonl");
+  // The buckets after 6 s of setup: half of the job's time ends before training starts, and its 8
+  // plan builds fall in the second half of its time but in the first 4 of its 40 steps (as on the
+  // H100, where the builds were 0.85 s of 1.2 s of training: docs/dev/validation.md).
+  job(1704, buckets, "attention-rebuild/quiet/buckets_after_setup.jsonl", 6'000'000'000);
   // Ranks whose attention plans differ (algo-divergence): on rank 1 the heuristics' first plan
   // failed at its first run (a workspace it could not get), so it runs the second engine; quiet/:
   // both ranks the heuristics' first.
