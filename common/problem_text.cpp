@@ -294,6 +294,8 @@ const char* dtype_text(int dtype) {
     case CUDNN_DATA_INT4: return "i4";
     case CUDNN_DATA_UINT4: return "u4";
     case CUDNN_DATA_UINT32: return "u32";
+    case 20: return "cf32";  // CUDNN_DATA_COMPLEX_FP32 in cuDNN 9.19's cudnn_graph.h
+    case 21: return "cf64";  // CUDNN_DATA_COMPLEX_FP64
     default: return "t?";
   }
 }
@@ -357,6 +359,8 @@ const char* tensor_role_text(TensorRole role) {
     case TensorRole::kV: return "v";
     case TensorRole::kO: return "o";
     case TensorRole::kDo: return "do";
+    case TensorRole::kScale: return "scale";
+    case TensorRole::kBias: return "bias";
     default: return "?";
   }
 }
@@ -504,6 +508,21 @@ bool conv_dummy_height(const ProblemDesc& p) {
   return true;
 }
 
+// A normalization named by its mode (cudnnBackendNormMode_t): "layernorm_fwd", "rmsnorm_bwd"; the
+// operation's own name when the mode is unknown.
+const char* norm_text(ProblemOp op, int64_t mode) {
+  bool fwd = op == ProblemOp::kNormFwd;
+  switch (mode) {
+    case 0: return fwd ? "layernorm_fwd" : "layernorm_bwd";
+    case 1: return fwd ? "instancenorm_fwd" : "instancenorm_bwd";
+    case 2: return fwd ? "batchnorm_fwd" : "batchnorm_bwd";
+    case 3: return fwd ? "groupnorm_fwd" : "groupnorm_bwd";
+    case 4: return fwd ? "rmsnorm_fwd" : "rmsnorm_bwd";
+    case 5: return fwd ? "adalayernorm_fwd" : "adalayernorm_bwd";
+    default: return problem_op_text(op);
+  }
+}
+
 size_t render_problem(const ProblemDesc& p, char* buf, size_t cap) {
   Out o(buf, cap);
   ProblemOp op = ProblemOp(p.op);
@@ -617,15 +636,19 @@ size_t render_problem(const ProblemDesc& p, char* buf, size_t cap) {
     // A backend graph whose main operation is not a convolution: its tensors a b c -> out (a
     // matmul's in plain dimensions, the others', often images, in the layouts' names).
     bool plain = op == ProblemOp::kMatmul || op == ProblemOp::kSdpaFwd || op == ProblemOp::kSdpaBwd;
-    o.text(problem_op_text(op));
+    bool norm = (op == ProblemOp::kNormFwd || op == ProblemOp::kNormBwd) && p.n_params >= 2;
+    o.text(norm ? norm_text(op, param(p, 0)) : problem_op_text(op));
     for (int i = 0; i < nt; ++i) {
-      o.text(TensorRole(t[i].role) == TensorRole::kOut || TensorRole(t[i].role) == TensorRole::kO ? " -> " : " ");
+      auto role = TensorRole(t[i].role);
+      bool out = role == TensorRole::kOut || role == TensorRole::kO || (norm && (role == TensorRole::kY || role == TensorRole::kDx));
+      o.text(out ? " -> " : " ");
       if (plain) {
         plain_tensor(o, t[i]);
       } else {
         tensor(o, t[i]);
       }
     }
+    if (norm && param(p, 1) >= 0) o.text(param(p, 1) == 1 ? " training" : " inference");
   }
   int nf = p.n_fused <= trace::kProblemMaxFused ? p.n_fused : trace::kProblemMaxFused;
   for (int i = 0; i < nf; ++i) {

@@ -105,7 +105,17 @@ Role op_role(int kind, cudnnBackendAttributeName_t name) {
              : name == CUDNN_ATTR_OPERATION_REDUCTION_YDESC ? kOut
                                                             : kNone;
     case CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR:
-      return name == CUDNN_ATTR_OPERATION_NORM_FWD_XDESC ? kIn0 : kNone;
+      return name == CUDNN_ATTR_OPERATION_NORM_FWD_XDESC        ? kIn0
+             : name == CUDNN_ATTR_OPERATION_NORM_FWD_SCALE_DESC ? kIn1
+             : name == CUDNN_ATTR_OPERATION_NORM_FWD_BIAS_DESC  ? kIn2
+             : name == CUDNN_ATTR_OPERATION_NORM_FWD_YDESC      ? kOut
+                                                                : kNone;
+    case CUDNN_BACKEND_OPERATION_NORM_BACKWARD_DESCRIPTOR:
+      return name == CUDNN_ATTR_OPERATION_NORM_BWD_XDESC        ? kIn0
+             : name == CUDNN_ATTR_OPERATION_NORM_BWD_DYDESC     ? kIn1
+             : name == CUDNN_ATTR_OPERATION_NORM_BWD_SCALE_DESC ? kIn2
+             : name == CUDNN_ATTR_OPERATION_NORM_BWD_DXDESC     ? kOut
+                                                                : kNone;
     case CUDNN_BACKEND_OPERATION_RNG_DESCRIPTOR:
       return name == CUDNN_ATTR_OPERATION_RNG_DESC ? kAux : name == CUDNN_ATTR_OPERATION_RNG_YDESC ? kOut : kNone;
     case CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR:
@@ -135,9 +145,14 @@ void set_op_attribute(DescEntry& e, cudnnBackendAttributeName_t name, cudnnBacke
     op.accumulates = beta != 0;
     return;
   }
-  if (e.kind == CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR && name == CUDNN_ATTR_OPERATION_NORM_FWD_MODE) {
+  if ((e.kind == CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR && name == CUDNN_ATTR_OPERATION_NORM_FWD_MODE) ||
+      (e.kind == CUDNN_BACKEND_OPERATION_NORM_BACKWARD_DESCRIPTOR && name == CUDNN_ATTR_OPERATION_NORM_BWD_MODE)) {
     op.mode = element<int32_t>(el, 0);
     op.mode_set = 1;
+    return;
+  }
+  if (e.kind == CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR && name == CUDNN_ATTR_OPERATION_NORM_FWD_PHASE) {
+    op.norm_phase = uint8_t(element<int32_t>(el, 0) + 1);
     return;
   }
   // cuDNN's own attention operation: what its optional tensors say (the problem's parameters).

@@ -68,6 +68,7 @@ struct OpState {
   int32_t mode;
   uint8_t accumulates;  // a convolution whose beta is not 0: its output is read as well as written
   uint8_t mode_set;     // an operation's `mode` holds its own mode (set, or copied from its auxiliary descriptor)
+  uint8_t norm_phase;   // a norm forward's cudnnBackendNormFwdPhase_t + 1, 0 when not set
   void* conv;  // the auxiliary descriptor: convolution, pointwise, matmul or reduction
   void* tensors[4];
 };

@@ -270,6 +270,14 @@ bool graph_problem_of_ops(trace::ProblemDesc& d, void* const* op_descs, int coun
   for (int i = 0; main_op == nullptr && i < n; ++i) {
     if (ops[i]->kind == CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR) main_op = ops[i];
   }
+  // A normalization graph is named by its norm, not by the pointwise operations around it
+  // (cudnn-frontend's batchnorm samples begin with a pointwise scale or a ReLU backward).
+  for (int i = 0; main_op == nullptr && i < n; ++i) {
+    if (ops[i]->kind == CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR ||
+        ops[i]->kind == CUDNN_BACKEND_OPERATION_NORM_BACKWARD_DESCRIPTOR) {
+      main_op = ops[i];
+    }
+  }
   if (main_op == nullptr) main_op = ops[0];
   for (int i = 0; i < n; ++i) {
     for (int k = 0; k < 4; ++k) note_alignment(tensor_of(ops[i]->u.op.tensors[k]), min_alignment);
@@ -290,15 +298,27 @@ bool graph_problem_of_ops(trace::ProblemDesc& d, void* const* op_descs, int coun
     d.math_type = -1;
     bool sdpa = main_op->kind == CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR ||
                 main_op->kind == CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR;
+    bool norm_fwd = main_op->kind == CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR;
+    bool norm_bwd = main_op->kind == CUDNN_BACKEND_OPERATION_NORM_BACKWARD_DESCRIPTOR;
     static const TensorRole kRoles[3] = {TensorRole::kA, TensorRole::kB, TensorRole::kC};
     static const TensorRole kSdpaRoles[3] = {TensorRole::kQ, TensorRole::kK, TensorRole::kV};
+    static const TensorRole kNormFwdRoles[3] = {TensorRole::kX, TensorRole::kScale, TensorRole::kBias};
+    static const TensorRole kNormBwdRoles[3] = {TensorRole::kX, TensorRole::kDy, TensorRole::kScale};
+    const TensorRole* roles = sdpa ? kSdpaRoles : norm_fwd ? kNormFwdRoles : norm_bwd ? kNormBwdRoles : kRoles;
     for (int k = 0; k < 3; ++k) {
-      if (const TensorState* t = tensor_of(m.tensors[k])) problem_tensor(d.tensors[d.n_tensors++], (sdpa ? kSdpaRoles : kRoles)[k], *t);
+      if (const TensorState* t = tensor_of(m.tensors[k])) problem_tensor(d.tensors[d.n_tensors++], roles[k], *t);
     }
-    TensorRole out_role = !sdpa ? TensorRole::kOut
+    TensorRole out_role = norm_fwd   ? TensorRole::kY
+                          : norm_bwd ? TensorRole::kDx
+                          : !sdpa    ? TensorRole::kOut
                           : main_op->kind == CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR ? TensorRole::kO
                                                                                           : TensorRole::kDo;
     if (tout != nullptr) problem_tensor(d.tensors[d.n_tensors++], out_role, *tout);
+    if (norm_fwd || norm_bwd) {  // cudnnBackendNormMode_t and the forward's phase, -1 unknown
+      d.n_params = 2;
+      d.params[0] = op_mode(*main_op);
+      d.params[1] = norm_fwd && m.norm_phase != 0 ? int64_t(m.norm_phase) - 1 : -1;
+    }
     if (sdpa) {  // the parameters composite attention has, as far as the operation tells them
       int32_t bits = m.mode;
       d.n_params = 7;

@@ -67,7 +67,7 @@ enum class ProblemOp : uint16_t {
 };
 
 // kQ..kDo: attention's query, key, value, output and output gradient (sdpa_fwd, sdpa_bwd).
-enum class TensorRole : uint8_t { kNone = 0, kX, kW, kY, kDy, kDx, kDw, kA, kB, kC, kOut, kProbs, kQ, kK, kV, kO, kDo, kRoleLimit };
+enum class TensorRole : uint8_t { kNone = 0, kX, kW, kY, kDy, kDx, kDw, kA, kB, kC, kOut, kProbs, kQ, kK, kV, kO, kDo, kScale, kBias, kRoleLimit };
 
 // How a tensor's elements are laid out: a packed channels-first or channels-last order (named by
 // the number of dimensions: ncw/nchw/ncdhw, nwc/nhwc/ndhwc), a vectorized-channel filter, or

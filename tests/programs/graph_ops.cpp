@@ -11,6 +11,7 @@
 //                 the recomputed softmax
 //   --matmul      a plain batched matmul C = A·B with a bias ADD and a RELU
 //   --native      cuDNN's own SDPA forward operation (Q, K, V, O, statistics, scale)
+//   --norm        a layer norm forward (training) and a batch norm backward behind a ReLU backward
 //   --seq S,...   sequence lengths (default 128), one graph each
 //   --keep-aux    keep the pointwise, reduction, matmul and RNG descriptors until the end (by
 //                 default each is destroyed once its operation is built, as cudnn-frontend does)
@@ -40,6 +41,7 @@ void ck(cudnnStatus_t s, const char* what) {
 
 struct Options {
   bool sdpa = false, bwd = false, matmul = false, native = false, causal = false, bias = false, keep_aux = false;
+  bool norm = false;
   double dropout = 0;
   std::vector<int64_t> seq = {128};
 };
@@ -176,6 +178,22 @@ class Graph {
   }
 
   size_t ops() const { return ops_.size(); }
+
+  // A normalization (cudnnBackendNormMode_t; a forward's phase, 0 inference, 1 training) of the
+  // given tensors.
+  void norm(cudnnBackendDescriptorType_t type, cudnnBackendNormMode_t mode, int phase,
+            std::initializer_list<std::pair<cudnnBackendAttributeName_t, cudnnBackendDescriptor_t>> attrs) {
+    auto d = keep(create(type));
+    bool fwd = type == CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR;
+    set(d, fwd ? CUDNN_ATTR_OPERATION_NORM_FWD_MODE : CUDNN_ATTR_OPERATION_NORM_BWD_MODE, CUDNN_TYPE_NORM_MODE, 1, &mode);
+    if (fwd) {
+      auto p = cudnnBackendNormFwdPhase_t(phase);
+      set(d, CUDNN_ATTR_OPERATION_NORM_FWD_PHASE, CUDNN_TYPE_NORM_FWD_PHASE, 1, &p);
+    }
+    for (const auto& [name, desc] : attrs) set(d, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &desc);
+    CK(cudnnBackendFinalize(d));
+    ops_.push_back(d);
+  }
 
   // An operation of the given descriptors without an auxiliary one.
   void op(cudnnBackendDescriptorType_t type,
@@ -322,6 +340,46 @@ void native_sdpa(Graph& g, int64_t s) {
         {CUDNN_ATTR_OPERATION_SDPA_FWD_STATSDESC, stats}, {CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, scale}});
 }
 
+// A transformer's layer norm, training (as cudnn-frontend's layernorm sample: rows of 512 as
+// [rows,512,1,1], saving mean and inverse variance); then a batch norm's backward behind a ReLU
+// backward (cudnn-frontend's "DBN Add Relu" sample begins with the pointwise operation).
+void layernorm(Graph& g, int64_t s) {
+  const cudnnDataType_t bf16 = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT;
+  auto x = g.tensor({kB * s, 512, 1, 1}, bf16);
+  auto scale = g.tensor({1, 512, 1, 1}, f32);
+  auto bias = g.tensor({1, 512, 1, 1}, f32);
+  auto y = g.tensor({kB * s, 512, 1, 1}, bf16);
+  auto mean = g.tensor({kB * s, 1, 1, 1}, f32);
+  auto inv_var = g.tensor({kB * s, 1, 1, 1}, f32);
+  auto eps = g.tensor({1, 1, 1, 1}, f32, false, {}, true);
+  g.norm(CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR, CUDNN_LAYER_NORM, 1,
+         {{CUDNN_ATTR_OPERATION_NORM_FWD_XDESC, x}, {CUDNN_ATTR_OPERATION_NORM_FWD_SCALE_DESC, scale},
+          {CUDNN_ATTR_OPERATION_NORM_FWD_BIAS_DESC, bias}, {CUDNN_ATTR_OPERATION_NORM_FWD_EPSILON_DESC, eps},
+          {CUDNN_ATTR_OPERATION_NORM_FWD_MEAN_DESC, mean}, {CUDNN_ATTR_OPERATION_NORM_FWD_INV_VARIANCE_DESC, inv_var},
+          {CUDNN_ATTR_OPERATION_NORM_FWD_YDESC, y}});
+}
+
+void batchnorm_backward(Graph& g, int64_t s) {
+  const cudnnDataType_t f16 = CUDNN_DATA_HALF, f32 = CUDNN_DATA_FLOAT;
+  const int64_t n = 4, c = 32, hw = s;
+  auto y_grad = g.tensor({n, c, hw, hw}, f16);
+  auto x = g.tensor({n, c, hw, hw}, f16);
+  auto dy = g.tensor({n, c, hw, hw}, f32, true);
+  g.pointwise(CUDNN_POINTWISE_RELU_BWD, y_grad, x, dy);
+  auto scale = g.tensor({1, c, 1, 1}, f32);
+  auto mean = g.tensor({1, c, 1, 1}, f32);
+  auto inv_var = g.tensor({1, c, 1, 1}, f32);
+  auto dscale = g.tensor({1, c, 1, 1}, f32);
+  auto dbias = g.tensor({1, c, 1, 1}, f32);
+  auto dx = g.tensor({n, c, hw, hw}, f16);
+  g.norm(CUDNN_BACKEND_OPERATION_NORM_BACKWARD_DESCRIPTOR, CUDNN_BATCH_NORM, 0,
+         {{CUDNN_ATTR_OPERATION_NORM_BWD_XDESC, x}, {CUDNN_ATTR_OPERATION_NORM_BWD_DYDESC, dy},
+          {CUDNN_ATTR_OPERATION_NORM_BWD_SCALE_DESC, scale}, {CUDNN_ATTR_OPERATION_NORM_BWD_MEAN_DESC, mean},
+          {CUDNN_ATTR_OPERATION_NORM_BWD_INV_VARIANCE_DESC, inv_var},
+          {CUDNN_ATTR_OPERATION_NORM_BWD_DSCALE_DESC, dscale}, {CUDNN_ATTR_OPERATION_NORM_BWD_DBIAS_DESC, dbias},
+          {CUDNN_ATTR_OPERATION_NORM_BWD_DXDESC, dx}});
+}
+
 void plain_matmul(Graph& g, int64_t s) {
   auto a = g.tensor({1, kB * s, 512}, CUDNN_DATA_BFLOAT16);
   auto b = g.tensor({1, 512, 2048}, CUDNN_DATA_BFLOAT16, false, {512 * 2048, 1, 512});
@@ -344,6 +402,7 @@ int main(int argc, char** argv) {
     else if (a == "--sdpa-bwd") o.bwd = true;
     else if (a == "--matmul") o.matmul = true;
     else if (a == "--native") o.native = true;
+    else if (a == "--norm") o.norm = true;
     else if (a == "--causal") o.causal = true;
     else if (a == "--bias") o.bias = true;
     else if (a == "--keep-aux") o.keep_aux = true;
@@ -367,13 +426,16 @@ int main(int argc, char** argv) {
     struct Kind {
       bool on;
       const char* name;
-    } kinds[] = {{o.sdpa, "sdpa_fwd"}, {o.bwd, "sdpa_bwd"}, {o.matmul, "matmul"}, {o.native, "sdpa_native"}};
+    } kinds[] = {{o.sdpa, "sdpa_fwd"},      {o.bwd, "sdpa_bwd"},  {o.matmul, "matmul"},
+                 {o.native, "sdpa_native"}, {o.norm, "layernorm"}, {o.norm, "batchnorm_bwd"}};
     for (const Kind& k : kinds) {
       if (!k.on) continue;
       Graph g(o);
       if (std::strcmp(k.name, "sdpa_fwd") == 0) sdpa_forward(g, o, s);
       else if (std::strcmp(k.name, "sdpa_bwd") == 0) sdpa_backward(g, o, s);
       else if (std::strcmp(k.name, "sdpa_native") == 0) native_sdpa(g, s);
+      else if (std::strcmp(k.name, "layernorm") == 0) layernorm(g, s);
+      else if (std::strcmp(k.name, "batchnorm_bwd") == 0) batchnorm_backward(g, s);
       else plain_matmul(g, s);
       int64_t engine = g.run(handle);
       std::printf("graph %s seq=%lld ops=%zu engine=%lld\n", k.name, static_cast<long long>(s), g.ops(),

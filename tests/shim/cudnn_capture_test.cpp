@@ -405,6 +405,20 @@ TEST(CudnnCapture, AttentionAndOtherGraphsAreNamedWithTheirOperations) {
                                                                "v[2,8,16,64]bf16 -> o[2,8,16,64]bf16 stats"}));
 }
 
+// Normalization graphs are named by their mode, with their tensors in their roles and a forward's
+// phase; a graph that begins with a pointwise operation is still its norm's (issue 33: on the H100
+// cudnn-frontend's norm samples read "norm_fwd a[...]", "norm_bwd" and "pw ... +norm_bwd").
+TEST(CudnnCapture, NormGraphsAreNamedByTheirMode) {
+  std::string dir = fresh_dir("graphs-norm");
+  RunResult r = record(dir, {program("graph_ops"), "--norm", "--seq", "8"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(graph_problems(dir),
+            (std::vector<std::string>{"layernorm_fwd x[16,512,1,1]bf16 nchw scale[1,512,1,1]f32 nchw "
+                                      "bias[1,512,1,1]f32 nchw -> y[16,512,1,1]bf16 nchw training",
+                                      "batchnorm_bwd x[4,32,8,8]f16 nchw dy[4,32,8,8]f32 nchw scale[1,32,1,1]f32 nchw "
+                                      "-> dx[4,32,8,8]f16 nchw +pw:relu_bwd"}));
+}
+
 // cudnn-frontend's autotune (and its "Matmul autotuning" sample) times each plan over ten runs
 // between two event records, after an untimed warm-up run. That is a benchmark search whose
 // candidates have a time per run, not a process switching plans (issue 33).
