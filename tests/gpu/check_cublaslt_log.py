@@ -1,6 +1,6 @@
 """cuBLASLt's own API log as the oracle for cuprobe's cuBLASLt capture (issue 33).
 
-  python3 check_cublaslt_log.py DUMP.jsonl CUBLASLT.log
+  python3 check_cublaslt_log.py DUMP.jsonl CUBLASLT.log [cublasLt.h]
 
 DUMP.jsonl: `cuprobe dump` of a run made with CUBLASLT_LOG_LEVEL=5 CUBLASLT_LOG_FILE=CUBLASLT.log.
 Every cublasLtMatmul line of the log ("[cublasLtMatmul] ... Adesc=[type=R_16BF rows=.. cols=..
@@ -9,7 +9,12 @@ ld=..] ... computeDesc=[computeType=COMPUTE_32F ... transa=OP_T ... epilogue=EPI
 matmul: the four layouts (type, rows, cols, leading dimension, batch), the transposes, the compute
 type, the epilogue, the algorithm id and the workspace size. The log's calls and the dump's are
 compared as multisets (threads interleave differently in the two files), field by field and
-whole. Fields the log does not state are reported as such, not counted. Exit status 0 when every
+whole. With cublasLt.h (default /usr/local/cuda/include/cublasLt.h where it exists) the
+algorithm's configuration is compared too: the log's tile=MATMUL_TILE_256x128,
+stages=MATMUL_STAGES_64xAUTO, customOption, clusterShape=CLUSTER_SHAPE_1x2x1 (and splitK,
+reductionScheme, swizzle where it states them) against the knobs cuprobe recorded (tile_id,
+stages_id, custom_option, cluster_shape_id, splitk_num, reduction_scheme, cta_swizzling), the
+names turned into numbers with the header's enums. Fields the log does not state are reported as such, not counted. Exit status 0 when every
 field both sides state matches for every call ("ORACLE MATCH"), 1 otherwise.
 """
 import collections
@@ -25,7 +30,43 @@ COMPUTE = {64: "COMPUTE_16F", 65: "COMPUTE_16F_PEDANTIC", 68: "COMPUTE_32F", 69:
 EPILOGUE = {1: "EPILOGUE_DEFAULT", 2: "EPILOGUE_RELU", 4: "EPILOGUE_BIAS", 6: "EPILOGUE_RELU_BIAS",
             32: "EPILOGUE_GELU", 36: "EPILOGUE_GELU_BIAS", 160: "EPILOGUE_GELU_AUX", 164: "EPILOGUE_GELU_AUX_BIAS",
             192: "EPILOGUE_DGELU", 208: "EPILOGUE_DGELU_BGRAD", 256: "EPILOGUE_BGRADA", 512: "EPILOGUE_BGRADB"}
-FIELDS = ["A", "B", "C", "D", "transA", "transB", "computeType", "epilogue", "algoId", "workspace"]
+FIELDS = ["A", "B", "C", "D", "transA", "transB", "computeType", "epilogue", "algoId", "workspace", "config"]
+# The log's algorithm fields and the knob each is recorded as; the first three are enum names.
+CONFIG = [("tile", "tile_id", "CUBLASLT_"), ("stages", "stages_id", "CUBLASLT_"),
+          ("clusterShape", "cluster_shape_id", "CUBLASLT_"), ("customOption", "custom_option", None),
+          ("splitK", "splitk_num", None), ("reductionScheme", "reduction_scheme", None),
+          ("swizzle", "cta_swizzling", None)]
+ENUMS = {}
+
+
+def load_enums(path):
+    try:
+        text = open(path).read()
+    except OSError:
+        return False
+    for name, value in re.findall(r"(CUBLASLT_(?:MATMUL_TILE|MATMUL_STAGES|CLUSTER_SHAPE)_\w+)\s*=\s*(\d+)", text):
+        ENUMS[name] = value
+    return bool(ENUMS)
+
+
+def log_config(algo):
+    """The algorithm's configuration as knob=value pairs, or None without the header's enums."""
+    if not ENUMS:
+        return None
+    out = []
+    for field, knob, prefix in CONFIG:
+        value = algo.get(field)
+        if value is None:
+            continue
+        if prefix:
+            value = ENUMS.get(prefix + value, value)
+        out.append(f"{knob}={value}")
+    return ",".join(sorted(out))
+
+
+def dump_config(knobs):
+    stated = dict(kv.split("=", 1) for kv in (knobs or "").split(",") if "=" in kv)
+    return ",".join(sorted(f"{knob}={stated[knob]}" for _, knob, _ in CONFIG if knob in stated))
 
 
 def bracketed(line, key):
@@ -69,6 +110,9 @@ def log_calls(path):
         algo = kv(bracketed(line, "algo"))
         if "algoId" in algo:
             c["algoId"] = algo["algoId"]
+            config = log_config(algo)
+            if config is not None:
+                c["config"] = config
         else:
             m = re.search(r"algoId=(\d+)", line)
             if m:
@@ -104,14 +148,18 @@ def dump_calls(path):
             c["epilogue"] = EPILOGUE.get(p[4], str(p[4]))
             if j.get("engine", -1) >= 0:
                 c["algoId"] = str(j["engine"])
+                c["config"] = dump_config(j.get("knobs"))
             c["workspace"] = str(j.get("workspace", 0))
             calls.append(c)
     return calls
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
+    header = sys.argv[3] if len(sys.argv) == 4 else "/usr/local/cuda/include/cublasLt.h"
+    if not load_enums(header):
+        print(f"no cuBLASLt enums in {header}: the algorithms' configurations are not compared")
     ours, theirs = dump_calls(sys.argv[1]), log_calls(sys.argv[2])
     print(f"cublasLtMatmul calls: dump {len(ours)}, cuBLASLt log {len(theirs)}")
     ok = len(ours) == len(theirs) and len(ours) > 0
