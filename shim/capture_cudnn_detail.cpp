@@ -820,27 +820,35 @@ ProblemRef legacy_st_problem(ProblemOp op, const void* st, const void* x, const 
   });
 }
 
+trace::AlgoResultsRecord* begin_algo_results(int n, uint32_t* size) {
+  static uint32_t next_id;
+  if (n > trace::kMaxAlgoResults) n = trace::kMaxAlgoResults;
+  *size = uint32_t(sizeof(trace::AlgoResultsRecord) + uint32_t(n) * sizeof(trace::AlgoResult));
+  ThreadState& t = t_state;
+  char* p = t.chunk != nullptr ? reserve_kept(t, *size) : nullptr;
+  if (p == nullptr) return nullptr;
+  auto* r = reinterpret_cast<trace::AlgoResultsRecord*>(p);
+  r->h = trace::make_header(trace::RecordType::kAlgoResults, *size);
+  r->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
+  r->n = uint32_t(n);
+  return r;
+}
+
 uint32_t algo_results_raw(const int* algo, const int* status, const float* time, const size_t* memory, const int* det,
                           const int* math, int n, int stride) {
-  static uint32_t next_id;
   auto at = [stride](const auto* p, int i) {
     return *reinterpret_cast<const decltype(p)>(reinterpret_cast<const char*>(p) + i * stride);
   };
-  if (n > trace::kMaxAlgoResults) n = trace::kMaxAlgoResults;
-  uint32_t size = uint32_t(sizeof(trace::AlgoResultsRecord) + uint32_t(n) * sizeof(trace::AlgoResult));
-  ThreadState& t = t_state;
-  char* p = t.chunk != nullptr ? reserve_kept(t, size) : nullptr;
-  if (p == nullptr) return 0;
-  uint32_t id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
-  auto* r = reinterpret_cast<trace::AlgoResultsRecord*>(p);
-  r->h = trace::make_header(trace::RecordType::kAlgoResults, size);
-  r->id = id;
-  r->n = uint32_t(n);
-  for (int i = 0; i < n; ++i) {
-    r->results[i] = trace::AlgoResult{at(algo, i), at(status, i), at(time, i), at(det, i), at(math, i), 0,
-                                      uint64_t(at(memory, i))};
+  uint32_t size = 0;
+  trace::AlgoResultsRecord* r = begin_algo_results(n, &size);
+  if (r == nullptr) return 0;
+  for (uint32_t i = 0; i < r->n; ++i) {
+    int k = int(i);
+    r->results[i] = trace::AlgoResult{at(algo, k), at(status, k), at(time, k), at(det, k), at(math, k), 0,
+                                      uint64_t(at(memory, k))};
   }
-  commit_kept(t, size);
+  uint32_t id = r->id;
+  commit_kept(t_state, size);
   return id;
 }
 

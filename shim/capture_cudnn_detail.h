@@ -78,6 +78,12 @@ ProblemRef legacy_ctc_problem(const void* probs, int algo);
 ProblemRef legacy_st_problem(ProblemOp op, const void* st, const void* x, const void* y);
 int legacy_math_type(const void* conv);
 
+// An AlgoResultsRecord of n (at most trace::kMaxAlgoResults) results reserved in the calling
+// thread's kept stream, its header, id and count set; the caller fills results[0..n) and commits
+// `*size` bytes (commit_kept). nullptr when nothing can be written. cuDNN's and cuBLASLt's results
+// take their ids from one counter: readers find a call's results by id.
+trace::AlgoResultsRecord* begin_algo_results(int n, uint32_t* size);
+
 // The first n results of a legacy Find*/Get* call as an AlgoResultsRecord written on the calling
 // thread; returns its id (0 when there are none).
 uint32_t algo_results_raw(const int* algo, const int* status, const float* time, const size_t* memory, const int* det,

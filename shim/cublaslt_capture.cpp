@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "capture_cublaslt.h"
+#include "capture_cudnn_detail.h"
 #include "fork.h"
 #include "problem_table.h"
 
@@ -213,27 +214,21 @@ uint32_t blaslt_algo(const cublasLtMatmulAlgo_t* algo, int64_t* id) {
 }
 
 uint32_t blaslt_results(const cublasLtMatmulHeuristicResult_t* results, int n) {
-  static uint32_t next_id;
   if (n > trace::kMaxAlgoResults) n = trace::kMaxAlgoResults;
   // The knob sets first: each is a record of its own, written before the results that name it.
   uint32_t knobs[trace::kMaxAlgoResults];
   int64_t ids[trace::kMaxAlgoResults];
   for (int i = 0; i < n; ++i) knobs[i] = blaslt_algo(&results[i].algo, &ids[i]);
-  uint32_t size = uint32_t(sizeof(trace::AlgoResultsRecord) + uint32_t(n) * sizeof(trace::AlgoResult));
-  ThreadState& t = t_state;
-  char* p = t.chunk != nullptr ? reserve_kept(t, size) : nullptr;
-  if (p == nullptr) return 0;
-  uint32_t id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
-  auto* r = reinterpret_cast<trace::AlgoResultsRecord*>(p);
-  r->h = trace::make_header(trace::RecordType::kAlgoResults, size);
-  r->id = id;
-  r->n = uint32_t(n);
+  uint32_t size = 0;
+  trace::AlgoResultsRecord* r = begin_algo_results(n, &size);
+  if (r == nullptr) return 0;
   for (int i = 0; i < n; ++i) {
     // cuBLASLt's results are untimed and deterministic; a math type is cuDNN's notion (-1).
     r->results[i] = trace::AlgoResult{int32_t(ids[i]), int32_t(results[i].state), -1.0f, 1, -1, knobs[i],
                                       uint64_t(results[i].workspaceSize)};
   }
-  commit_kept(t, size);
+  uint32_t id = r->id;
+  commit_kept(t_state, size);
   return id;
 }
 
@@ -244,15 +239,7 @@ uint64_t blaslt_max_workspace(cublasLtMatmulPreference_t pref) {
 
 uint32_t blaslt_alignment(const void* a, const void* b, const void* c, const void* d) {
   const void* ptrs[4] = {a, b, c, d};
-  uint32_t best = 256;
-  for (const void* q : ptrs) {
-    uintptr_t v = reinterpret_cast<uintptr_t>(q);
-    if (v == 0) continue;
-    uint32_t al = 1;
-    while (al < 256 && (v & (al * 2 - 1)) == 0) al *= 2;
-    if (al < best) best = al;
-  }
-  return best;
+  return min_alignment(ptrs, 4);
 }
 
 }  // namespace cuprobe::shim
