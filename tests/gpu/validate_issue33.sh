@@ -3,7 +3,8 @@
 # cuDNN refuses an attention graph, an attention rebuild storm and its bucketed twin, and the
 # transformer step's overhead A/B. Run from the repository root:
 #   tests/gpu/validate_issue33.sh PREFIX OUT [PARTS]
-# PREFIX: an installed cuprobe (bin/cuprobe); OUT: where logs, dumps and analyses go; PARTS: any of
+# PREFIX: an installed cuprobe (bin/cuprobe); OUT: where logs, dumps and analyses go (at the end
+# bundled with the traces into OUT/issue33.tgz unless BUNDLE=0); PARTS: any of
 # "lt fallback storm ab pin fe" (default all). fe: cudnn-frontend's matmul and norm samples, built
 # elsewhere (FE=path to a run script that runs the Catch2 binary; default .whl/fe/run_fe.sh). Every step is bounded by `timeout`; each writes its log
 # under OUT as it goes.
@@ -117,5 +118,14 @@ print('fe problems by operation:', dict(c))"
   echo "fe oracle rc=$?"; tail -6 "$out/fe-oracle.txt"
   timeout -k 5 60 "$C" analyze "$w/fe" > "$out/fe-analyze.txt" 2>&1; head -20 "$out/fe-analyze.txt"
   gzip -c "$w/fe.jsonl" | head -c 10000000 > "$out/fe-dump.jsonl.gz"
+fi
+# The device machine sends back only a few files: everything in one archive, with the traces and
+# cuBLASLt's log for analysis elsewhere (BUNDLE=0 leaves the files apart).
+if [ "${BUNDLE:-1}" = 1 ]; then
+  traces=()
+  for d in lt fb fe ab pin-a pin-b storm-random storm-buckets lt.log; do [ -e "$w/$d" ] && traces+=("$d"); done
+  (( ${#traces[@]} )) && traces=(-C "$w" "${traces[@]}")
+  tar czf "$w/issue33.tgz" -C "$out" . "${traces[@]}" && find "$out" -mindepth 1 -delete &&
+    mv "$w/issue33.tgz" "$out/issue33.tgz"
 fi
 du -sh "$out"
