@@ -322,6 +322,12 @@ const char* problem_op_text(ProblemOp op) {
     case ProblemOp::kSdpaFwd: return "sdpa_fwd";
     case ProblemOp::kSdpaBwd: return "sdpa_bwd";
     case ProblemOp::kOtherOp: return "op";
+    case ProblemOp::kPagedCacheLoad: return "paged_cache_load";
+    case ProblemOp::kBlockScaleQuantize: return "block_scale_quant";
+    case ProblemOp::kBlockScaleDequantize: return "block_scale_dequant";
+    case ProblemOp::kExpandBandMatrix: return "expand_band";
+    case ProblemOp::kContractBandMatrix: return "contract_band";
+    case ProblemOp::kMoeGroupedMatmul: return "moe_grouped_matmul";
     case ProblemOp::kBnFwdTrain: return "bn_fwd_train";
     case ProblemOp::kBnBwd: return "bn_bwd";
     case ProblemOp::kBnFwdInfer: return "bn_fwd_infer";

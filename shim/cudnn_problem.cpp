@@ -70,6 +70,12 @@ ProblemOp op_of(int kind) {
     case CUDNN_BACKEND_OPERATION_RNG_DESCRIPTOR: return ProblemOp::kRng;
     case CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR: return ProblemOp::kSdpaFwd;
     case CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR: return ProblemOp::kSdpaBwd;
+    case CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR: return ProblemOp::kPagedCacheLoad;
+    case CUDNN_BACKEND_OPERATION_BLOCK_SCALE_QUANTIZE_DESCRIPTOR: return ProblemOp::kBlockScaleQuantize;
+    case CUDNN_BACKEND_OPERATION_BLOCK_SCALE_DEQUANTIZE_DESCRIPTOR: return ProblemOp::kBlockScaleDequantize;
+    case CUDNN_BACKEND_OPERATION_EXPAND_BAND_MATRIX_DESCRIPTOR: return ProblemOp::kExpandBandMatrix;
+    case CUDNN_BACKEND_OPERATION_CONTRACT_BAND_MATRIX_DESCRIPTOR: return ProblemOp::kContractBandMatrix;
+    case CUDNN_BACKEND_OPERATION_MOE_GROUPED_MATMUL_DESCRIPTOR: return ProblemOp::kMoeGroupedMatmul;
     default: return ProblemOp::kOtherOp;
   }
 }

@@ -48,6 +48,12 @@ enum class ProblemOp : uint16_t {
   kSdpaFwd = 18,
   kSdpaBwd = 19,
   kOtherOp = 20,  // a backend operation kind without a name here
+  kPagedCacheLoad = 21,  // attention's paged K/V cache gather
+  kBlockScaleQuantize = 22,
+  kBlockScaleDequantize = 23,
+  kExpandBandMatrix = 24,
+  kContractBandMatrix = 25,
+  kMoeGroupedMatmul = 26,
   kBnFwdTrain = 32,
   kBnBwd = 33,
   kBnFwdInfer = 34,

@@ -293,6 +293,13 @@ TEST(TypedProblems, AMatmulsTensorsAreShownWithoutConvolutionLayouts) {
   d.n_tensors = 1;
   set(0, trace::TensorRole::kA, kF32, trace::Layout::kChannelsLast, {8, 64, 16, 16}, {});
   EXPECT_EQ(render(d), "norm_fwd a[8,64,16,16]f32 nhwc");
+  // Operations cuDNN 9 added are named where they are fused (issue 33: cudnn-frontend's samples
+  // showed them as "+op").
+  d.op = uint16_t(trace::ProblemOp::kMatmul);
+  d.n_fused = 2;
+  d.fused[0] = trace::FusedOp{uint16_t(trace::ProblemOp::kBlockScaleDequantize), 0, -1};
+  d.fused[1] = trace::FusedOp{uint16_t(trace::ProblemOp::kPagedCacheLoad), 0, -1};
+  EXPECT_EQ(render(d), "matmul a[8,64,16,16]f32 str[16384,1,1024,64] +block_scale_dequant +paged_cache_load");
 }
 
 // Attention tensors [batch, heads, sequence, head size] in PyTorch's memory orders are named
