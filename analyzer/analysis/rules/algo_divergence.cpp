@@ -683,12 +683,13 @@ void across_processes(const RuleSpec& spec, const AllFacts& all, const Emit& emi
 }
 
 // Whether a problem's plans are ones the program chose to run itself, not a switch: every plan a
-// candidate of one search of the problem, some of them no search's winner (the program timing that
-// search's candidates itself: cudnn-frontend's autotune runs each built plan, then the fastest), or every plan the first answer
-// of its own heuristic search (the program asked cuDNN a new question for each graph: another
-// heuristics mode, plan index or engine filter; the same question asked again, as PyTorch does after
-// losing a cached plan, gets the same first plan). Seen on cudnn-frontend's samples on an H100
-// (docs/dev/validation.md, issue 33): a matmul autotuned over 9 plans, norm graphs built per test.
+// candidate of one search of the problem, some of them no search's winner (the program timing
+// that search's candidates itself: cudnn-frontend's autotune runs each built plan, then the
+// fastest), or every plan the first answer of its own heuristic search (the program asked cuDNN a
+// new question for each graph: another heuristics mode, plan index or engine filter; the same
+// question asked again, as PyTorch does after losing a cached plan, gets the same first plan).
+// Seen on cudnn-frontend's samples on an H100 (docs/dev/validation.md, issue 33): a matmul
+// autotuned over 9 plans, norm graphs built per test.
 bool chosen_by_program(const ProblemUse& use, const std::vector<reader::SearchRecord>& searches) {
   auto same = [](const PlanUse& u, const reader::SearchCandidate& c) {
     return c.engine == u.engine && c.knobs == u.knobs && c.build_status == 0;
