@@ -13,7 +13,8 @@ namespace {
 // cuDNN attention (q[batch, heads, sequence, head dim]) refused. PyTorch picks its SDPA backend
 // before asking cuDNN (its own checks; recent PyTorch puts cuDNN first on sm90/sm100); once cuDNN is
 // chosen, a graph without a plan raises "cuDNN Frontend error" (MHA.cpp's AT_CUDNN_FRONTEND_CHECK)
-// rather than trying flash or memory-efficient attention.
+// rather than trying flash or memory-efficient attention (seen with PyTorch 2.11 on an H100:
+// docs/dev/validation.md, issue 33).
 std::string attention_cause(const reader::ProblemShape& s) {
   std::string why = "cuDNN has no attention plan for this configuration";
   if (s.dims.size() == 4 && s.dims[3] % 8 != 0) {
