@@ -143,13 +143,36 @@ struct CacheSlot {
 constexpr uint32_t kCacheSlots = 64;
 __thread CacheSlot t_cache[kCacheSlots] __attribute__((tls_model("initial-exec")));
 
+// FNV-1a over 8-byte words (every struct hashed here is a whole number of them, padding zeroed):
+// a cache key, taken at every heuristics query and matmul; byte-wise it was a tenth of the
+// capture's cost on the double (docs/dev/performance.md).
 uint64_t fnv(uint64_t h, const void* p, size_t n) {
   const uint8_t* b = static_cast<const uint8_t*>(p);
-  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  for (size_t i = 0; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, b + i, 8);
+    h = (h ^ w) * 1099511628211ull;
+    h ^= h >> 32;
+  }
   return h;
 }
+static_assert(sizeof(LayoutValues) % 8 == 0 && sizeof(DescValues) % 8 == 0);
 
-void cache_after_fork() { memset(t_cache, 0, sizeof t_cache); }
+// The last algorithms read on this thread (an algorithm's bytes to its id and knob set): PyTorch
+// runs the heuristics' answer at once, and the same few algorithms all run long.
+struct AlgoSlot {
+  uint64_t key;
+  int64_t id;
+  uint32_t knobs;
+  uint32_t pad;
+};
+constexpr uint32_t kAlgoSlots = 16;
+__thread AlgoSlot t_algos[kAlgoSlots] __attribute__((tls_model("initial-exec")));
+
+void cache_after_fork() {
+  memset(t_cache, 0, sizeof t_cache);
+  memset(t_algos, 0, sizeof t_algos);
+}
 CUPROBE_FORK_CHILD_RESET(cache_after_fork);
 
 }  // namespace
@@ -192,6 +215,13 @@ uint32_t blaslt_algo(const cublasLtMatmulAlgo_t* algo, int64_t* id) {
   AlgoGet fn = getter(&g_algo_get, &g_algo_tried, "cublasLtMatmulAlgoConfigGetAttribute");
   *id = -1;
   if (fn == nullptr || algo == nullptr) return 0;
+  uint64_t key = fnv(1469598103934665603ull, algo->data, sizeof algo->data);
+  key = key == 0 ? 1 : key;
+  AlgoSlot& slot = t_algos[key % kAlgoSlots];
+  if (slot.key == key) {
+    *id = slot.id;
+    return slot.knobs;
+  }
   *id = read_attr<int32_t>(fn, algo, CUBLASLT_ALGO_CONFIG_ID, -1);
   if (*id < 0) return 0;
   // The configuration, by attribute number; values at their defaults (0, one split) left out.
@@ -210,7 +240,9 @@ uint32_t blaslt_algo(const cublasLtMatmulAlgo_t* algo, int64_t* id) {
   add(CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, read_attr<uint16_t>(fn, algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, 0), 0);
   add(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, read_attr<uint16_t>(fn, algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, 0),
       0);
-  return n > 0 ? intern_knobs(t_state, knobs, n) : 0;  // already in attribute order
+  uint32_t interned = n > 0 ? intern_knobs(t_state, knobs, n) : 0;  // already in attribute order
+  if (n == 0 || interned != 0) slot = AlgoSlot{key, *id, interned, 0};
+  return interned;
 }
 
 uint32_t blaslt_results(const cublasLtMatmulHeuristicResult_t* results, int n) {
