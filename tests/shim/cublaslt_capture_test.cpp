@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "support/run.h"
 
@@ -107,6 +108,37 @@ TEST(CublasLtCapture, MatmulsAreProblemsWithTheAlgorithmsOfferedAndTheOneThatRan
 
 namespace cuprobe::test {
 namespace {
+
+// cuBLASLt's heuristic results and cuDNN's legacy ones in one process: each call keeps its own
+// results (both are algorithm-results records, found by id; their ids once came from two counters
+// and collided).
+TEST(CublasLtCapture, ResultsOfCublasLtAndCudnnInOneProcessStayApart) {
+  std::string dir = fresh_dir("mixed-results");
+  RunResult r = record(dir, {program("mixed_results")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto printed = [&](const std::string& tag) {
+    std::vector<int> algos;
+    size_t at = r.out.find(tag + " ");
+    if (at == std::string::npos) return algos;
+    std::istringstream line(r.out.substr(at + tag.size(), r.out.find('\n', at) - at - tag.size()));
+    for (int a; line >> a;) algos.push_back(a);
+    return algos;
+  };
+  auto recorded = [](const json& call) {
+    std::vector<int> algos;
+    for (const auto& res : call["results"]) algos.push_back(res["algo"]);
+    return algos;
+  };
+  auto lines = dump(dir);
+  auto heur = of_type(lines, "call", "cublasLtMatmulAlgoGetHeuristic");
+  auto get = of_type(lines, "call", "cudnnGetConvolutionForwardAlgorithm_v7");
+  ASSERT_EQ(heur.size(), 1u);
+  ASSERT_EQ(get.size(), 1u);
+  ASSERT_FALSE(printed("lt").empty()) << r.out;
+  ASSERT_FALSE(printed("cudnn").empty()) << r.out;
+  EXPECT_EQ(recorded(heur[0]), printed("lt")) << heur[0];
+  EXPECT_EQ(recorded(get[0]), printed("cudnn")) << get[0];
+}
 
 // The real libcublasLt.so.13 without a GPU: no handle can be created, so the heuristics and the
 // matmuls fail, but the shim reads the problem through the real library's getters (each asked
