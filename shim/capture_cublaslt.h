@@ -6,8 +6,9 @@
 // set and its workspace); and a matmul's algorithm (its id as the engine, its configuration as
 // knobs), workspace and stream.
 //
-// Cost per matmul: about 35 attribute reads of the real library and a per-thread cache lookup;
-// the problem is interned once per distinct set of values (cublaslt_capture.cpp).
+// Cost per matmul: about 35 attribute reads of the real library and two per-thread cache lookups
+// (problems, algorithms); a problem or an algorithm's configuration is interned once per distinct
+// set of values (cublaslt_capture.cpp; measured in docs/dev/performance.md).
 #pragma once
 
 #include "cublaslt_abi.h"
@@ -31,8 +32,9 @@ uint32_t blaslt_problem(cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a, cubla
                         cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d);
 // An algorithm's id (-1 unknown) and its configuration as an interned knob set (0 none).
 uint32_t blaslt_algo(const cublasLtMatmulAlgo_t* algo, int64_t* id);
-// The first n heuristic results as an AlgoResultsRecord on the calling thread; its id.
-uint32_t blaslt_results(const cublasLtMatmulHeuristicResult_t* results, int n);
+// The first n heuristic results as an AlgoResultsRecord on the calling thread; its id. *best:
+// the first result's algorithm id (-1 none).
+uint32_t blaslt_results(const cublasLtMatmulHeuristicResult_t* results, int n, int64_t* best);
 // The preference's workspace limit (CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES), 0 unknown.
 uint64_t blaslt_max_workspace(cublasLtMatmulPreference_t pref);
 // Smallest power-of-two alignment of the four matrices' addresses (nullptrs ignored), <= 256.
@@ -56,12 +58,12 @@ struct Capture<ApiId::cublasLtMatmulAlgoGetHeuristic> {
     int n = r == CUBLAS_STATUS_SUCCESS && returned != nullptr && results != nullptr ? *returned : 0;
     if (n > requested) n = requested;
     int64_t best = -1;
-    if (n > 0) blaslt_algo(&results[0].algo, &best);
+    uint32_t offered = n > 0 ? blaslt_results(results, n, &best) : 0;
     w.u(blaslt_problem(op, a, b, c, d));
     w.i(requested);
     w.i(n);
     w.i(best);
-    w.u(n > 0 ? blaslt_results(results, n) : 0);
+    w.u(offered);
     w.u(blaslt_max_workspace(pref));
   }
 };

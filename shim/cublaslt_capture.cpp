@@ -245,12 +245,13 @@ uint32_t blaslt_algo(const cublasLtMatmulAlgo_t* algo, int64_t* id) {
   return interned;
 }
 
-uint32_t blaslt_results(const cublasLtMatmulHeuristicResult_t* results, int n) {
+uint32_t blaslt_results(const cublasLtMatmulHeuristicResult_t* results, int n, int64_t* best) {
   if (n > trace::kMaxAlgoResults) n = trace::kMaxAlgoResults;
   // The knob sets first: each is a record of its own, written before the results that name it.
   uint32_t knobs[trace::kMaxAlgoResults];
   int64_t ids[trace::kMaxAlgoResults];
   for (int i = 0; i < n; ++i) knobs[i] = blaslt_algo(&results[i].algo, &ids[i]);
+  *best = n > 0 ? ids[0] : -1;
   uint32_t size = 0;
   trace::AlgoResultsRecord* r = begin_algo_results(n, &size);
   if (r == nullptr) return 0;
